@@ -1,0 +1,11 @@
+"""The Litestar application; `litestar run` from the repo root discovers `create_app`."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from app.asgi import create_app
+
+__all__ = ("create_app",)

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from litestar import Controller, Request, delete, get, post
+from litestar.exceptions import NotAuthorizedException
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.accounts import services
+from app.accounts.deps import SECURITY, bearer_token
+from app.accounts.schemas import TokenCreate, TokenRead, UserRead
+from app.db.models import User
+from app.lib.problems import problems
+from app.settings import Settings
+
+
+def user_read(user: User) -> UserRead:
+    return UserRead(
+        id=user.id,
+        email=user.email,
+        display_name=user.display_name,
+        is_staff=user.is_staff,
+        created_at=user.created_at,
+    )
+
+
+class AuthController(Controller):
+    path = "/api/auth"
+    tags = ["auth"]
+
+    @post("/token", operation_id="CreateToken", responses=problems(), security=[])
+    async def create_token(
+        self, data: TokenCreate, db_session: AsyncSession, settings: Settings
+    ) -> TokenRead:
+        """Exchange an email and password for a bearer token."""
+        user = await services.authenticate(db_session, data.email, data.password)
+        if user is None:
+            raise NotAuthorizedException("Wrong email or password.")
+        raw, token = await services.issue_token(db_session, user, settings.token_ttl_days)
+        return TokenRead(
+            access_token=raw, token_type="bearer", expires_at=token.expires_at, user=user_read(user)
+        )
+
+    @delete(
+        "/token",
+        operation_id="RevokeToken",
+        responses=problems(),
+        security=SECURITY,
+    )
+    async def revoke_token(
+        self, request: Request, db_session: AsyncSession, current_user: User
+    ) -> None:
+        """Revoke the token used for this request."""
+        token = bearer_token(request)
+        if token:
+            await services.revoke_token(db_session, token)
+
+
+class MeController(Controller):
+    path = "/api/me"
+    tags = ["auth"]
+    security = SECURITY
+
+    @get("/", operation_id="GetMe", responses=problems())
+    async def get_me(self, current_user: User) -> UserRead:
+        """The user the token belongs to."""
+        return user_read(current_user)

@@ -1,0 +1,70 @@
+"""Users and API tokens."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import ApiToken, User
+from app.lib.security import hash_password, new_token, token_digest, verify_password
+from app.lib.time import utcnow
+
+
+def normalise_email(email: str) -> str:
+    return email.strip().lower()
+
+
+async def get_user_by_email(session: AsyncSession, email: str) -> User | None:
+    return await session.scalar(select(User).where(User.email == normalise_email(email)))
+
+
+async def create_user(
+    session: AsyncSession, email: str, password: str, *, is_staff: bool = False
+) -> User:
+    user = User(
+        email=normalise_email(email), password_hash=hash_password(password), is_staff=is_staff
+    )
+    session.add(user)
+    await session.flush()
+    return user
+
+
+async def authenticate(session: AsyncSession, email: str, password: str) -> User | None:
+    user = await get_user_by_email(session, email)
+    if not verify_password(password, user.password_hash if user else None):
+        return None
+    return user
+
+
+async def issue_token(session: AsyncSession, user: User, ttl_days: int) -> tuple[str, ApiToken]:
+    raw = new_token()
+    token = ApiToken(
+        user_id=user.id,
+        token_hash=token_digest(raw),
+        expires_at=utcnow() + timedelta(days=ttl_days),
+    )
+    session.add(token)
+    await session.flush()
+    return raw, token
+
+
+async def user_for_token(session: AsyncSession, raw_token: str) -> User | None:
+    """The user a live (unexpired, unrevoked) token belongs to."""
+    token = await session.scalar(
+        select(ApiToken).where(
+            ApiToken.token_hash == token_digest(raw_token),
+            ApiToken.revoked_at.is_(None),
+            ApiToken.expires_at > utcnow(),
+        )
+    )
+    return token.user if token else None
+
+
+async def revoke_token(session: AsyncSession, raw_token: str) -> None:
+    await session.execute(
+        update(ApiToken)
+        .where(ApiToken.token_hash == token_digest(raw_token), ApiToken.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+    )

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+import msgspec
+
+from app.lib.schema import Input, Schema
+
+AgentName = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+AgentType = Annotated[str, msgspec.Meta(min_length=1, max_length=50)]
+ModelName = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+Prompt = Annotated[str, msgspec.Meta(max_length=20_000)]
+ToolList = Annotated[
+    list[Annotated[str, msgspec.Meta(min_length=1, max_length=64)]], msgspec.Meta(max_length=100)
+]
+
+
+class AgentRead(Schema):
+    id: UUID
+    name: str
+    agent_type: str
+    model: str | None
+    system_prompt: str | None
+    reflection_prompt: str | None
+    memory_reflection_prompt: str | None
+    enabled_tools: list[str] | None
+    tools: list[str]
+    is_shared: bool
+
+
+class AgentList(Schema):
+    items: list[AgentRead]
+
+
+class AgentCreate(Input):
+    name: AgentName
+    agent_type: AgentType = "assistant"
+    model: ModelName | None = None
+    system_prompt: Prompt | None = None
+    reflection_prompt: Prompt | None = None
+    memory_reflection_prompt: Prompt | None = None
+    enabled_tools: ToolList | None = None
+
+
+class AgentUpdate(Input):
+    """Only the fields sent are changed; send null to clear a prompt."""
+
+    name: AgentName | msgspec.UnsetType = msgspec.UNSET
+    model: ModelName | msgspec.UnsetType | None = msgspec.UNSET
+    system_prompt: Prompt | msgspec.UnsetType | None = msgspec.UNSET
+    reflection_prompt: Prompt | msgspec.UnsetType | None = msgspec.UNSET
+    memory_reflection_prompt: Prompt | msgspec.UnsetType | None = msgspec.UNSET
+    enabled_tools: ToolList | msgspec.UnsetType | None = msgspec.UNSET

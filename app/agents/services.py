@@ -1,0 +1,109 @@
+"""Agents: a user's own, plus those staff shared with everyone."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.agents.schemas import AgentRead
+from app.db.models import Agent, User
+from app.lib.problems import ProblemException
+from app.tools.toolsets import AGENT_TYPES, effective_tools, is_known_agent_type
+
+MAX_AGENTS_LISTED = 200
+
+
+def agent_read(agent: Agent) -> AgentRead:
+    return AgentRead(
+        id=agent.id,
+        name=agent.name,
+        agent_type=agent.agent_type,
+        model=agent.model,
+        system_prompt=agent.system_prompt,
+        reflection_prompt=agent.reflection_prompt,
+        memory_reflection_prompt=agent.memory_reflection_prompt,
+        enabled_tools=agent.enabled_tools,
+        tools=effective_tools(agent.agent_type, agent.enabled_tools),
+        is_shared=agent.is_shared,
+    )
+
+
+def _visible_to(user: User) -> Any:
+    return or_(Agent.owner_id == user.id, Agent.is_shared.is_(True))
+
+
+async def list_agents(session: AsyncSession, user: User) -> list[Agent]:
+    rows = await session.scalars(
+        select(Agent)
+        .where(_visible_to(user))
+        .order_by(Agent.name, Agent.id)
+        .limit(MAX_AGENTS_LISTED)
+    )
+    return list(rows)
+
+
+async def get_visible_agent(session: AsyncSession, user: User, agent_id: UUID) -> Agent:
+    agent = await session.scalar(select(Agent).where(Agent.id == agent_id, _visible_to(user)))
+    if agent is None:
+        raise ProblemException(404, "Agent not found.")
+    return agent
+
+
+async def get_owned_agent(session: AsyncSession, user: User, agent_id: UUID) -> Agent:
+    agent = await session.scalar(
+        select(Agent).where(Agent.id == agent_id, Agent.owner_id == user.id)
+    )
+    if agent is None:
+        raise ProblemException(404, "Agent not found.")
+    return agent
+
+
+def check_agent_type(agent_type: str) -> None:
+    if not is_known_agent_type(agent_type):
+        raise ProblemException(
+            400,
+            f"Unknown agent_type {agent_type!r}.",
+            errors=[
+                {
+                    "field": "agent_type",
+                    "message": f"must be one of {sorted(AGENT_TYPES)}",
+                    "source": "body",
+                }
+            ],
+        )
+
+
+async def name_taken(
+    session: AsyncSession, owner_id: UUID, name: str, exclude_id: UUID | None = None
+) -> bool:
+    query = select(Agent.id).where(Agent.owner_id == owner_id, Agent.name == name)
+    if exclude_id is not None:
+        query = query.where(Agent.id != exclude_id)
+    return (await session.scalar(query)) is not None
+
+
+def _name_conflict(name: str) -> ProblemException:
+    return ProblemException(409, f"You already have an agent named {name!r}.")
+
+
+async def create_agent(session: AsyncSession, owner: User, **fields: Any) -> Agent:
+    check_agent_type(fields.get("agent_type", "assistant"))
+    if await name_taken(session, owner.id, fields["name"]):
+        raise _name_conflict(fields["name"])
+    agent = Agent(owner_id=owner.id, **fields)
+    session.add(agent)
+    await session.flush()
+    return agent
+
+
+async def update_agent(session: AsyncSession, agent: Agent, changes: dict[str, Any]) -> Agent:
+    name = changes.get("name")
+    if name is not None and await name_taken(session, agent.owner_id, name, exclude_id=agent.id):
+        raise _name_conflict(name)
+    for field, value in changes.items():
+        setattr(agent, field, value)
+    await session.flush()
+    return agent

@@ -1,0 +1,73 @@
+"""Application factory: routes, plugins, dependencies and OpenAPI."""
+
+from __future__ import annotations
+
+from advanced_alchemy.extensions.litestar import SQLAlchemyPlugin
+from litestar import Litestar
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.openapi.config import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+
+from app.accounts.controllers import AuthController, MeController
+from app.accounts.deps import BEARER_SCHEME, provide_current_user
+from app.agents.controllers import AgentController
+from app.cli.plugin import CLIPlugin
+from app.db.config import build_sqlalchemy_config
+from app.lib.health import health
+from app.lib.problems import problem_details_plugin
+from app.settings import Settings, get_settings
+from app.tasks.controllers import TaskController
+from app.threads.controllers import ThreadController
+from app.threads.message_controllers import MessageController
+from app.threads.run_controllers import RunController
+
+ROUTES = [
+    health,
+    AuthController,
+    MeController,
+    AgentController,
+    ThreadController,
+    MessageController,
+    RunController,
+    TaskController,
+]
+
+
+def openapi_config() -> OpenAPIConfig:
+    return OpenAPIConfig(
+        title="Toolcells API",
+        version="1.0.0",
+        description="Agent threads whose tool calls stream to the phone as live cells.",
+        path="/schema",
+        render_plugins=[JsonRenderPlugin(), SwaggerRenderPlugin()],
+        components=Components(
+            security_schemes={
+                BEARER_SCHEME: SecurityScheme(type="http", scheme="bearer", bearer_format="token")
+            }
+        ),
+        use_handler_docstrings=True,
+        create_examples=False,
+    )
+
+
+def provide_settings(state: State) -> Settings:
+    return state.settings
+
+
+def create_app(settings: Settings | None = None) -> Litestar:
+    settings = settings or get_settings()
+    db_config = build_sqlalchemy_config(settings)
+    return Litestar(
+        route_handlers=ROUTES,
+        plugins=[SQLAlchemyPlugin(config=db_config), problem_details_plugin(), CLIPlugin()],
+        dependencies={
+            "settings": Provide(provide_settings, sync_to_thread=False),
+            "current_user": Provide(provide_current_user),
+        },
+        openapi_config=openapi_config(),
+        request_max_body_size=settings.max_request_body_bytes,
+        state=State({"settings": settings}),
+        debug=False,
+    )

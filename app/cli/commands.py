@@ -1,0 +1,114 @@
+"""`litestar users|agents|seed …`: staff commands that talk to the database directly."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+import click
+from advanced_alchemy.extensions.litestar import SQLAlchemyPlugin
+from litestar import Litestar
+from litestar.cli._utils import LitestarGroup
+from sqlalchemy.ext.asyncio import AsyncSession
+
+T = TypeVar("T")
+
+
+def run_in_session(app: Litestar, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    """Run `work` in one committed session on the app's database."""
+    config = app.plugins.get(SQLAlchemyPlugin).config[0]
+
+    async def _main() -> T:
+        engine = config.get_engine()
+        try:
+            async with config.get_session() as session:
+                result = await work(session)
+                await session.commit()
+                return result
+        finally:
+            await engine.dispose()
+
+    return anyio.run(_main)
+
+
+def fail(message: str) -> None:
+    raise click.ClickException(message)
+
+
+@click.group(cls=LitestarGroup, name="users", help="Manage users.")
+def users_group() -> None: ...
+
+
+@users_group.command(name="create", help="Create a user.")
+@click.option("--email", required=True)
+@click.option("--password", required=True)
+@click.option("--staff", is_flag=True, default=False)
+def create_user_command(app: Litestar, email: str, password: str, staff: bool) -> None:
+    from app.accounts.services import create_user, get_user_by_email
+
+    async def work(session: AsyncSession) -> Any:
+        if await get_user_by_email(session, email):
+            fail(f"A user with email {email} already exists.")
+        return await create_user(session, email, password, is_staff=staff)
+
+    user = run_in_session(app, work)
+    click.echo(str(user.id))
+
+
+@click.group(cls=LitestarGroup, name="agents", help="Manage agents.")
+def agents_group() -> None: ...
+
+
+@agents_group.command(name="create", help="Create an agent and print its id.")
+@click.option("--owner", "owner_email", required=True, help="Owner's email.")
+@click.option("--name", required=True)
+@click.option("--agent-type", required=True)
+@click.option("--model", default=None)
+@click.option("--system-prompt", default=None)
+@click.option("--shared", is_flag=True, default=False, help="Visible to every user.")
+def create_agent_command(
+    app: Litestar,
+    owner_email: str,
+    name: str,
+    agent_type: str,
+    model: str | None,
+    system_prompt: str | None,
+    shared: bool,
+) -> None:
+    from app.accounts.services import get_user_by_email
+    from app.agents.services import create_agent
+    from app.lib.problems import ProblemException
+
+    async def work(session: AsyncSession) -> Any:
+        owner = await get_user_by_email(session, owner_email)
+        if owner is None:
+            fail(f"No user with email {owner_email}.")
+        try:
+            return await create_agent(
+                session,
+                owner,
+                name=name,
+                agent_type=agent_type,
+                model=model,
+                system_prompt=system_prompt,
+                is_shared=shared,
+            )
+        except ProblemException as exc:
+            fail(exc.detail)
+
+    agent = run_in_session(app, work)
+    click.echo(str(agent.id))
+
+
+@click.group(cls=LitestarGroup, name="seed", help="Load data to explore.")
+def seed_group() -> None: ...
+
+
+@seed_group.command(name="demo", help="Create (or refresh) the demo user, agents and threads.")
+def seed_demo_command(app: Litestar) -> None:
+    from app.cli.demo import seed_demo
+
+    token = run_in_session(app, seed_demo)
+    click.echo("demo user: demo@example.com / demo-password")
+    click.echo(f"demo token: {token}")

@@ -1,0 +1,15 @@
+"""Staff CLI groups, added to `litestar` through the CLI plugin protocol."""
+
+from __future__ import annotations
+
+from click import Group
+from litestar.plugins import CLIPluginProtocol
+
+
+class CLIPlugin(CLIPluginProtocol):
+    def on_cli_init(self, cli: Group) -> None:
+        from app.cli.commands import agents_group, seed_group, users_group
+
+        cli.add_command(users_group)
+        cli.add_command(agents_group)
+        cli.add_command(seed_group)

@@ -1,0 +1,22 @@
+"""All tables; importing this package registers them on the metadata."""
+
+from app.db.models.agent import Agent
+from app.db.models.api_token import ApiToken
+from app.db.models.memory import Memory
+from app.db.models.run import Run, RunStatus
+from app.db.models.task import Task
+from app.db.models.thread import Thread
+from app.db.models.thread_message import ThreadMessage
+from app.db.models.user import User
+
+__all__ = (
+    "Agent",
+    "ApiToken",
+    "Memory",
+    "Run",
+    "RunStatus",
+    "Task",
+    "Thread",
+    "ThreadMessage",
+    "User",
+)

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import Boolean, ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db.base import Base, DateTimeUTC, JsonB
+
+
+class RunStatus(enum.StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+ACTIVE_RUN_STATUSES = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_thread_status", "thread_id", "status"),
+        Index("ix_runs_status_lease", "status", "lease_expires_at"),
+    )
+
+    thread_id: Mapped[UUID] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"))
+    agent_id: Mapped[UUID] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    trigger_message_id: Mapped[UUID | None] = mapped_column(
+        ForeignKey("thread_messages.id", ondelete="SET NULL"), default=None
+    )
+    status: Mapped[str] = mapped_column(String(16), default=RunStatus.QUEUED.value)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    # Per-run request metadata: the `tools` allow-list and pre-model `tool_calls`.
+    options: Mapped[dict[str, Any] | None] = mapped_column(JsonB, default=None)
+    started_at: Mapped[datetime | None] = mapped_column(DateTimeUTC(timezone=True), default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTimeUTC(timezone=True), default=None)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Lease held by the runner executing this run; expired leases are reaped.
+    lease_owner: Mapped[str | None] = mapped_column(String(100), default=None)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(
+        DateTimeUTC(timezone=True), default=None
+    )

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db.base import GUID, Base, JsonB
+
+
+class ThreadMessage(Base):
+    """One chat row. Written only through ``app.threads.writer``."""
+
+    __tablename__ = "thread_messages"
+    __table_args__ = (
+        Index("uq_thread_messages_position", "thread_id", "position", unique=True),
+        Index("uq_thread_messages_seq", "thread_id", "seq", unique=True),
+        Index("uq_thread_messages_client_id", "thread_id", "client_message_id", unique=True),
+    )
+
+    thread_id: Mapped[UUID] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"))
+    # Not a foreign key: runs reference their trigger message, and a cycle would make
+    # inserts order-dependent. Runs are never deleted on their own.
+    run_id: Mapped[UUID | None] = mapped_column(GUID, default=None, index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    seq: Mapped[int] = mapped_column(BigInteger)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str | None] = mapped_column(Text, default=None)
+    is_user_facing: Mapped[bool] = mapped_column(Boolean, default=True)
+    client_message_id: Mapped[str | None] = mapped_column(String(100), default=None)
+    tool_activity: Mapped[dict[str, Any] | None] = mapped_column(JsonB, default=None)
+    # Model-facing data to rebuild history: an assistant turn's tool calls in OpenAI
+    # format, and the id of the call a tool message answers.
+    tool_calls: Mapped[list[dict[str, Any]] | None] = mapped_column(JsonB, default=None)
+    tool_call_id: Mapped[str | None] = mapped_column(String(100), default=None)

@@ -1,0 +1,36 @@
+"""Opaque cursors and page-size limits."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import datetime
+from typing import Annotated
+from uuid import UUID
+
+import msgspec
+
+from app.lib.problems import ProblemException
+
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 50
+PageSize = Annotated[int, msgspec.Meta(ge=1, le=MAX_PAGE_SIZE)]
+Cursor = Annotated[str, msgspec.Meta(max_length=200)]
+
+
+class _Key(msgspec.Struct, array_like=True):
+    at: datetime
+    id: UUID
+
+
+def encode_cursor(at: datetime, id_: UUID) -> str:
+    return base64.urlsafe_b64encode(msgspec.json.encode(_Key(at, id_))).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        key = msgspec.json.decode(raw, type=_Key)
+    except (binascii.Error, ValueError, msgspec.DecodeError) as exc:
+        raise ProblemException(400, "Invalid cursor.") from exc
+    return key.at, key.id

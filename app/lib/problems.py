@@ -1,0 +1,115 @@
+"""RFC 9457 problem details for every error the API can answer with."""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+import msgspec
+from advanced_alchemy.exceptions import NotFoundError
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.plugins.problem_details import (
+    ProblemDetailsConfig,
+    ProblemDetailsException,
+    ProblemDetailsPlugin,
+)
+
+logger = logging.getLogger(__name__)
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+
+
+class FieldError(msgspec.Struct, kw_only=True):
+    field: str | None
+    message: str
+    source: str | None = None
+
+
+class ProblemDetail(msgspec.Struct, kw_only=True):
+    """An RFC 9457 problem: `errors` lists field-level validation failures."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str | None = None
+    errors: list[FieldError] | None = None
+    active_run_id: str | None = None
+
+
+class ProblemException(HTTPException):
+    """Raise to answer with a problem; `extra` members land at the top level."""
+
+    def __init__(self, status_code: int, detail: str, **extra: Any) -> None:
+        super().__init__(detail=detail, status_code=status_code, extra=extra or None)
+
+
+def _field_errors(exc: HTTPException) -> list[dict[str, Any]] | None:
+    if not isinstance(exc, ValidationException) or not isinstance(exc.extra, list):
+        return None
+    return [
+        {"field": item.get("key"), "message": item.get("message", ""), "source": item.get("source")}
+        for item in exc.extra
+        if isinstance(item, dict)
+    ]
+
+
+def _problem(status: int, detail: str | None, **members: Any) -> ProblemDetailsException:
+    extra = {k: v for k, v in members.items() if v is not None}
+    return ProblemDetailsException(
+        status_code=status,
+        type_="about:blank",
+        title=HTTPStatus(status).phrase,
+        detail=detail or "",
+        extra=extra or None,
+    )
+
+
+def _from_http_exception(exc: HTTPException) -> ProblemDetailsException:
+    status = exc.status_code
+    extra = exc.extra if isinstance(exc.extra, dict) else {}
+    detail = exc.detail if exc.detail != HTTPStatus(status).phrase else None
+    problem = _problem(status, detail, errors=_field_errors(exc), **extra)
+    problem.headers = exc.headers
+    return problem
+
+
+def _from_not_found(_exc: NotFoundError) -> ProblemDetailsException:
+    return _problem(404, "Not found")
+
+
+def _from_unexpected(exc: Exception) -> ProblemDetailsException:
+    # Never leak a stack trace or internals; the log has the details.
+    logger.error("unhandled error", exc_info=exc)
+    return _problem(500, "An unexpected error occurred.")
+
+
+def problem_details_plugin() -> ProblemDetailsPlugin:
+    return ProblemDetailsPlugin(
+        ProblemDetailsConfig(
+            exception_to_problem_detail_map={
+                HTTPException: _from_http_exception,
+                NotFoundError: _from_not_found,
+                Exception: _from_unexpected,
+            }
+        )
+    )
+
+
+def problem_spec(description: str) -> ResponseSpec:
+    return ResponseSpec(
+        data_container=ProblemDetail,
+        description=description,
+        media_type=PROBLEM_MEDIA_TYPE,
+        generate_examples=False,
+        examples=None,
+    )
+
+
+def problems(*statuses: int) -> dict[int, ResponseSpec]:
+    """Document the problem responses an operation can give (400 and 401 always)."""
+    codes = sorted({400, 401, *statuses})
+    return {code: problem_spec(HTTPStatus(code).phrase) for code in codes}
+
+
+__all__ = ("ProblemDetail", "ProblemException", "problem_details_plugin", "problems")

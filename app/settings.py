@@ -1,0 +1,74 @@
+"""One frozen settings object, read from the environment once."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SQLITE_PATH = PROJECT_ROOT / "var" / "app.sqlite3"
+
+
+def _env_list(name: str) -> tuple[str, ...]:
+    raw = os.environ.get(name, "")
+    return tuple(item.strip().lower() for item in raw.split(",") if item.strip())
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return int(raw) if raw else default
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return float(raw) if raw else default
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}"
+    database_echo: bool = False
+    llm_model: str = "demo/tool-demo"
+    llm_api_base: str | None = None
+    llm_api_key: str | None = None
+    web_search_url: str | None = None
+    web_fetch_allow_hosts: tuple[str, ...] = ()
+    redis_url: str | None = None
+    token_ttl_days: int = 30
+    max_request_body_bytes: int = 256 * 1024
+    max_message_chars: int = 32_000
+    max_page_size: int = 100
+    default_page_size: int = 50
+    ws_idle_timeout_seconds: float = 120.0
+    run_lease_seconds: float = 30.0
+    approval_ttl_seconds: float = 600.0
+    runner_enabled: bool = True
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        defaults = cls()
+        return cls(
+            database_url=os.environ.get("DATABASE_URL") or defaults.database_url,
+            database_echo=os.environ.get("DATABASE_ECHO", "") == "1",
+            llm_model=os.environ.get("LLM_MODEL") or defaults.llm_model,
+            llm_api_base=os.environ.get("LLM_API_BASE") or None,
+            llm_api_key=os.environ.get("LLM_API_KEY") or None,
+            web_search_url=os.environ.get("WEB_SEARCH_URL") or None,
+            web_fetch_allow_hosts=_env_list("WEB_FETCH_ALLOW_HOSTS"),
+            redis_url=os.environ.get("REDIS_URL") or None,
+            token_ttl_days=_env_int("TOKEN_TTL_DAYS", defaults.token_ttl_days),
+            ws_idle_timeout_seconds=_env_float("WS_IDLE_TIMEOUT", defaults.ws_idle_timeout_seconds),
+            run_lease_seconds=_env_float("RUN_LEASE_SECONDS", defaults.run_lease_seconds),
+            runner_enabled=os.environ.get("RUNNER_ENABLED", "1") != "0",
+        )
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings.from_env()

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+import msgspec
+from litestar import Controller, get, patch
+from litestar.params import Parameter
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.accounts.deps import SECURITY
+from app.db.models import User
+from app.lib.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Cursor
+from app.lib.problems import problems
+from app.tasks import services
+from app.tasks.schemas import TaskPage, TaskRead, TaskStatus, TaskUpdate
+
+
+class TaskController(Controller):
+    path = "/api/tasks"
+    tags = ["tasks"]
+    security = SECURITY
+
+    @get("/", operation_id="ListTasks", responses=problems())
+    async def list_tasks(
+        self,
+        db_session: AsyncSession,
+        current_user: User,
+        status: Annotated[TaskStatus | None, Parameter(query="status")] = None,
+        limit: Annotated[int, Parameter(query="limit", ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+        cursor: Annotated[Cursor | None, Parameter(query="cursor")] = None,
+    ) -> TaskPage:
+        """Your tasks, newest first, optionally by status."""
+        return await services.list_tasks(db_session, current_user, status, limit, cursor)
+
+    @patch("/{task_id:uuid}", operation_id="UpdateTask", responses=problems(404))
+    async def update_task(
+        self, task_id: UUID, data: TaskUpdate, db_session: AsyncSession, current_user: User
+    ) -> TaskRead:
+        """Rename, annotate, complete or reopen a task."""
+        task = await services.get_owned_task(db_session, current_user, task_id)
+        changes = {k: v for k, v in msgspec.structs.asdict(data).items() if v is not msgspec.UNSET}
+        services.apply_task_changes(task, changes)
+        await db_session.flush()
+        return services.task_read(task)

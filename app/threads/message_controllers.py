@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from litestar import Controller, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import Parameter
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.accounts.deps import SECURITY
+from app.db.models import User
+from app.lib.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from app.lib.problems import problems
+from app.lib.schema import NonNegativeInt
+from app.threads import messages
+from app.threads.schemas import MessageCreate, MessagePage, MessagePosted, ThreadMessageRead
+from app.threads.serializers import message_read, run_read
+from app.threads.services import get_owned_thread
+
+Position = Annotated[int, Parameter(query="before_position", ge=1, le=2**31)]
+
+
+class MessageController(Controller):
+    path = "/api/threads/{thread_id:uuid}/messages"
+    tags = ["messages"]
+    security = SECURITY
+
+    @post(
+        "/",
+        operation_id="PostMessage",
+        status_code=202,
+        responses={
+            200: ResponseSpec(
+                MessagePosted, description="A repeat of an earlier client_message_id"
+            ),
+            **problems(404, 409, 413),
+        },
+    )
+    async def post_message(
+        self, thread_id: UUID, data: MessageCreate, db_session: AsyncSession, current_user: User
+    ) -> Response[MessagePosted]:
+        """Store a user message and queue a run; a repeated `client_message_id` answers 200."""
+        thread = await get_owned_thread(db_session, current_user, thread_id)
+        message, run, created = await messages.post_user_message(db_session, thread, data)
+        body = MessagePosted(message=message_read(message), run=run_read(run))
+        return Response(body, status_code=202 if created else 200)
+
+    @get("/", operation_id="ListMessages", responses=problems(404))
+    async def list_messages(
+        self,
+        thread_id: UUID,
+        db_session: AsyncSession,
+        current_user: User,
+        after_seq: Annotated[NonNegativeInt | None, Parameter(query="after_seq")] = None,
+        before_position: Position | None = None,
+        limit: Annotated[int, Parameter(query="limit", ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+    ) -> MessagePage:
+        """`after_seq`: changes after a seq, ascending; `before_position`: older history;
+        neither: the latest page. Items are always in ascending order."""
+        thread = await get_owned_thread(db_session, current_user, thread_id)
+        return await messages.list_messages(
+            db_session, thread, limit=limit, after_seq=after_seq, before_position=before_position
+        )
+
+    @get("/{message_id:uuid}", operation_id="GetMessage", responses=problems(404))
+    async def get_message(
+        self, thread_id: UUID, message_id: UUID, db_session: AsyncSession, current_user: User
+    ) -> ThreadMessageRead:
+        thread = await get_owned_thread(db_session, current_user, thread_id)
+        return message_read(await messages.get_message(db_session, thread, message_id))

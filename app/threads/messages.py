@@ -1,0 +1,111 @@
+"""Reading a thread's messages and posting a user message (which queues a run)."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import msgspec
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from uuid_utils.compat import uuid7
+
+from app.db.models import Run, Thread, ThreadMessage
+from app.lib.problems import ProblemException
+from app.orchestrator.runs import queue_run
+from app.threads.schemas import MessageCreate, MessagePage
+from app.threads.serializers import message_read
+from app.threads.writer import create_message, lock_thread
+
+
+async def list_messages(
+    session: AsyncSession,
+    thread: Thread,
+    *,
+    limit: int,
+    after_seq: int | None,
+    before_position: int | None,
+) -> MessagePage:
+    base = select(ThreadMessage).where(ThreadMessage.thread_id == thread.id).limit(limit + 1)
+    if after_seq is not None:
+        rows = list(
+            await session.scalars(
+                base.where(ThreadMessage.seq > after_seq).order_by(ThreadMessage.seq)
+            )
+        )
+    else:
+        query = base.order_by(ThreadMessage.position.desc())
+        if before_position is not None:
+            query = query.where(ThreadMessage.position < before_position)
+        rows = list(await session.scalars(query))
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    if after_seq is None:
+        rows.reverse()
+    last_seq = max([thread.last_seq, *(m.seq for m in rows)])
+    return MessagePage(items=[message_read(m) for m in rows], last_seq=last_seq, has_more=has_more)
+
+
+async def get_message(session: AsyncSession, thread: Thread, message_id: UUID) -> ThreadMessage:
+    message = await session.scalar(
+        select(ThreadMessage).where(
+            ThreadMessage.id == message_id, ThreadMessage.thread_id == thread.id
+        )
+    )
+    if message is None:
+        raise ProblemException(404, "Message not found.")
+    return message
+
+
+async def _find_duplicate(
+    session: AsyncSession, thread: Thread, client_message_id: str
+) -> tuple[ThreadMessage, Run] | None:
+    message = await session.scalar(
+        select(ThreadMessage).where(
+            ThreadMessage.thread_id == thread.id,
+            ThreadMessage.client_message_id == client_message_id,
+        )
+    )
+    if message is None:
+        return None
+    run = await session.scalar(select(Run).where(Run.trigger_message_id == message.id))
+    if run is None:  # a client id can only come from a posted message, which has a run
+        raise ProblemException(409, "client_message_id is already used in this thread.")
+    return message, run
+
+
+def run_options(data: MessageCreate) -> dict[str, Any] | None:
+    options: dict[str, Any] = {}
+    if data.tools is not None:
+        options["tools"] = data.tools
+    if data.tool_calls is not None:
+        options["tool_calls"] = msgspec.to_builtins(data.tool_calls)
+    return options or None
+
+
+async def post_user_message(
+    session: AsyncSession, thread: Thread, data: MessageCreate
+) -> tuple[ThreadMessage, Run, bool]:
+    """Store the message and queue its run; `created` is False for a repeated client id.
+
+    The thread lock is taken first so concurrent posts with one client id serialise and
+    exactly one of them creates rows.
+    """
+    await lock_thread(session, thread.id)
+    if data.client_message_id is not None:
+        duplicate = await _find_duplicate(session, thread, data.client_message_id)
+        if duplicate is not None:
+            return duplicate[0], duplicate[1], False
+    run_id = uuid7()
+    message = await create_message(
+        session,
+        thread.id,
+        role="user",
+        content=data.content,
+        client_message_id=data.client_message_id,
+        run_id=run_id,
+    )
+    run = await queue_run(
+        session, thread, run_id=run_id, trigger_message_id=message.id, options=run_options(data)
+    )
+    return message, run, True

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from uuid import UUID
+
+from litestar import Controller, get, post
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.accounts.deps import SECURITY
+from app.db.models import User
+from app.lib.problems import problems
+from app.orchestrator import runs
+from app.threads.schemas import RunRead
+from app.threads.serializers import run_read
+from app.threads.services import get_owned_thread
+
+
+class RunController(Controller):
+    path = "/api/threads/{thread_id:uuid}/runs"
+    tags = ["runs"]
+    security = SECURITY
+
+    @get("/{run_id:uuid}", operation_id="GetRun", responses=problems(404))
+    async def get_run(
+        self, thread_id: UUID, run_id: UUID, db_session: AsyncSession, current_user: User
+    ) -> RunRead:
+        thread = await get_owned_thread(db_session, current_user, thread_id)
+        return run_read(await runs.get_thread_run(db_session, thread, run_id))
+
+    @post(
+        "/{run_id:uuid}/cancel", operation_id="CancelRun", status_code=200, responses=problems(404)
+    )
+    async def cancel_run(
+        self, thread_id: UUID, run_id: UUID, db_session: AsyncSession, current_user: User
+    ) -> RunRead:
+        """Cancel a run; cancelling a finished run changes nothing."""
+        thread = await get_owned_thread(db_session, current_user, thread_id)
+        run = await runs.get_thread_run(db_session, thread, run_id)
+        return run_read(await runs.request_cancel(db_session, run))

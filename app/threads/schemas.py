@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+import msgspec
+
+from app.lib.schema import Input, NonNegativeInt, Schema
+
+ToolStatus = Literal["in_progress", "awaiting_approval", "success", "failure"]
+ErrorType = Literal[
+    "validation_error",
+    "user_error",
+    "system_error",
+    "permission_error",
+    "security_error",
+    "timeout",
+    "cancelled",
+]
+Role = Literal["user", "assistant", "tool"]
+RunStatusName = Literal["queued", "running", "completed", "failed", "cancelled"]
+MessageContent = Annotated[str, msgspec.Meta(min_length=1)]
+ClientMessageId = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+ToolName = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+Title = Annotated[str, msgspec.Meta(max_length=200)]
+
+
+class ToolActivity(Schema):
+    """A tool call as the app renders it: one cell."""
+
+    id: str
+    name: str
+    status: ToolStatus
+    input: dict[str, Any] | None = None
+    data: dict[str, Any] | None = None
+    display_message: str | None = None
+    error: str | None = None
+    error_type: ErrorType | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    expires_at: datetime | None = None
+
+
+class ThreadMessageRead(Schema):
+    id: UUID
+    thread_id: UUID
+    run_id: UUID | None
+    position: int
+    seq: int
+    role: Role
+    content: str | None
+    is_user_facing: bool
+    client_message_id: str | None
+    tool_activity: ToolActivity | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class RunRead(Schema):
+    id: UUID
+    thread_id: UUID
+    status: RunStatusName
+    error: str | None
+    trigger_message_id: UUID | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class ThreadRead(Schema):
+    id: UUID
+    title: str | None
+    agent_id: UUID
+    last_seq: int
+    active_run_id: UUID | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class ThreadPage(Schema):
+    items: list[ThreadRead]
+    next_cursor: str | None
+
+
+class ThreadCreate(Input):
+    agent_id: UUID
+    title: Title | None = None
+
+
+class ThreadUpdate(Input):
+    title: Title | None = None
+
+
+class MessagePage(Schema):
+    items: list[ThreadMessageRead]
+    last_seq: int
+    has_more: bool
+
+
+class ToolCallRequest(Input):
+    name: ToolName
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class MessageCreate(Input):
+    content: MessageContent
+    client_message_id: ClientMessageId | None = None
+    tools: Annotated[list[ToolName], msgspec.Meta(max_length=50)] | None = None
+    tool_calls: Annotated[list[ToolName | ToolCallRequest], msgspec.Meta(max_length=20)] | None = (
+        None
+    )
+
+
+class MessagePosted(Schema):
+    message: ThreadMessageRead
+    run: RunRead
+
+
+class ApprovalDecision(Input):
+    approve: bool
+    reason: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
+
+
+__all__ = ("NonNegativeInt",)

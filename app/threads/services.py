@@ -1,0 +1,93 @@
+"""Threads: create, list (newest activity first), get, rename, delete."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from sqlalchemy import and_, delete, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.agents.services import get_visible_agent
+from app.db.models import Run, Thread, User
+from app.db.models.run import ACTIVE_RUN_STATUSES
+from app.lib.pagination import decode_cursor, encode_cursor
+from app.lib.problems import ProblemException
+from app.lib.time import utcnow
+from app.threads.schemas import ThreadPage
+from app.threads.serializers import thread_read
+
+
+def active_run_id_column():
+    return (
+        select(Run.id)
+        .where(Run.thread_id == Thread.id, Run.status.in_(ACTIVE_RUN_STATUSES))
+        .order_by(Run.created_at, Run.id)
+        .limit(1)
+        .correlate(Thread)
+        .scalar_subquery()
+    )
+
+
+async def get_owned_thread(session: AsyncSession, user: User, thread_id: UUID) -> Thread:
+    """The caller's thread; any other id answers 404 (never 403)."""
+    thread = await session.scalar(
+        select(Thread).where(Thread.id == thread_id, Thread.owner_id == user.id)
+    )
+    if thread is None:
+        raise ProblemException(404, "Thread not found.")
+    return thread
+
+
+async def active_run_id(session: AsyncSession, thread_id: UUID) -> UUID | None:
+    return await session.scalar(
+        select(Run.id)
+        .where(Run.thread_id == thread_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+        .order_by(Run.created_at, Run.id)
+        .limit(1)
+    )
+
+
+async def create_thread(
+    session: AsyncSession, user: User, agent_id: UUID, title: str | None
+) -> Thread:
+    agent = await get_visible_agent(session, user, agent_id)
+    thread = Thread(owner_id=user.id, agent_id=agent.id, title=title, last_activity_at=utcnow())
+    session.add(thread)
+    await session.flush()
+    return thread
+
+
+async def list_threads(
+    session: AsyncSession, user: User, limit: int, cursor: str | None
+) -> ThreadPage:
+    query = (
+        select(Thread, active_run_id_column())
+        .where(Thread.owner_id == user.id)
+        .order_by(Thread.last_activity_at.desc(), Thread.id.desc())
+        .limit(limit + 1)
+    )
+    if cursor:
+        at, id_ = decode_cursor(cursor)
+        query = query.where(
+            or_(
+                Thread.last_activity_at < at,
+                and_(Thread.last_activity_at == at, Thread.id < id_),
+            )
+        )
+    rows = (await session.execute(query)).all()
+    page = rows[:limit]
+    next_cursor = None
+    if len(rows) > limit:
+        last = page[-1][0]
+        next_cursor = encode_cursor(last.last_activity_at, last.id)
+    return ThreadPage(items=[thread_read(t, run_id) for t, run_id in page], next_cursor=next_cursor)
+
+
+async def rename_thread(session: AsyncSession, thread: Thread, title: str | None) -> Thread:
+    thread.title = title
+    await session.flush()
+    return thread
+
+
+async def delete_thread(session: AsyncSession, thread: Thread) -> None:
+    await session.execute(delete(Thread).where(Thread.id == thread.id))
