@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from alembic import context
 from sqlalchemy import event, pool
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 import app.db.models  # noqa: F401  (registers every table)
-from alembic import context
 from app.db.base import metadata
 from app.settings import get_settings
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import binascii
 from datetime import datetime
-from typing import Annotated
 from uuid import UUID
 
 import msgspec
@@ -14,8 +13,6 @@ from app.lib.problems import ProblemException
 
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50
-PageSize = Annotated[int, msgspec.Meta(ge=1, le=MAX_PAGE_SIZE)]
-Cursor = Annotated[str, msgspec.Meta(max_length=200)]
 
 
 class _Key(msgspec.Struct, array_like=True):

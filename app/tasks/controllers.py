@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SECURITY
 from app.db.models import User
-from app.lib.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Cursor
+from app.lib.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from app.lib.problems import problems
 from app.tasks import services
 from app.tasks.schemas import TaskPage, TaskRead, TaskStatus, TaskUpdate
@@ -26,9 +26,9 @@ class TaskController(Controller):
         self,
         db_session: AsyncSession,
         current_user: User,
-        status: Annotated[TaskStatus | None, Parameter(query="status")] = None,
-        limit: Annotated[int, Parameter(query="limit", ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-        cursor: Annotated[Cursor | None, Parameter(query="cursor")] = None,
+        status: Annotated[TaskStatus | None, Parameter()] = None,
+        limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+        cursor: Annotated[str | None, Parameter(max_length=200)] = None,
     ) -> TaskPage:
         """Your tasks, newest first, optionally by status."""
         return await services.list_tasks(db_session, current_user, status, limit, cursor)

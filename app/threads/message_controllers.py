@@ -12,13 +12,12 @@ from app.accounts.deps import SECURITY
 from app.db.models import User
 from app.lib.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from app.lib.problems import problems
-from app.lib.schema import NonNegativeInt
 from app.threads import messages
 from app.threads.schemas import MessageCreate, MessagePage, MessagePosted, ThreadMessageRead
 from app.threads.serializers import message_read, run_read
 from app.threads.services import get_owned_thread
 
-Position = Annotated[int, Parameter(query="before_position", ge=1, le=2**31)]
+Position = Annotated[int, Parameter(ge=1, le=2**31)]
 
 
 class MessageController(Controller):
@@ -52,9 +51,9 @@ class MessageController(Controller):
         thread_id: UUID,
         db_session: AsyncSession,
         current_user: User,
-        after_seq: Annotated[NonNegativeInt | None, Parameter(query="after_seq")] = None,
+        after_seq: Annotated[int | None, Parameter(ge=0, le=2**53)] = None,
         before_position: Position | None = None,
-        limit: Annotated[int, Parameter(query="limit", ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+        limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
     ) -> MessagePage:
         """`after_seq`: changes after a seq, ascending; `before_position`: older history;
         neither: the latest page. Items are always in ascending order."""

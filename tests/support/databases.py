@@ -1,0 +1,58 @@
+"""Throwaway migrated databases for the tests, one per dialect.
+
+Each database is built by `alembic upgrade head` in a subprocess (the async env.py runs
+its own event loop), so every test run exercises the migrations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import asyncpg
+
+from app.settings import PROJECT_ROOT
+
+PG_ADMIN_DSN = os.environ.get("TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+DIALECTS = tuple(
+    d.strip() for d in os.environ.get("TEST_DIALECTS", "sqlite,postgresql").split(",") if d.strip()
+)
+
+
+def migrate(database_url: str) -> None:
+    env = {**os.environ, "DATABASE_URL": database_url}
+    subprocess.run(
+        [sys.executable, "-m", "alembic", "upgrade", "head"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+
+
+async def _pg_admin(statement: str) -> None:
+    conn = await asyncpg.connect(PG_ADMIN_DSN)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+def create_postgres_database() -> tuple[str, str]:
+    """A new empty database: (sqlalchemy url, name)."""
+    name = f"tc_test_{uuid.uuid4().hex[:12]}"
+    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+    base = PG_ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1)
+    return f"{base}/{name}", name
+
+
+def drop_postgres_database(name: str) -> None:
+    asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def sqlite_url(directory: Path) -> str:
+    return f"sqlite+aiosqlite:///{directory / 'test.sqlite3'}"
