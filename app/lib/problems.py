@@ -67,9 +67,11 @@ def _problem(status: int, detail: str | None, **members: Any) -> ProblemDetailsE
 
 def _from_http_exception(exc: HTTPException) -> ProblemDetailsException:
     status = exc.status_code
-    extra = exc.extra if isinstance(exc.extra, dict) else {}
+    extra = dict(exc.extra) if isinstance(exc.extra, dict) else {}
     detail = exc.detail if exc.detail != HTTPStatus(status).phrase else None
-    problem = _problem(status, detail, errors=_field_errors(exc), **extra)
+    # A ProblemException may carry its own `errors`; validation errors come from Litestar.
+    errors = extra.pop("errors", None) or _field_errors(exc)
+    problem = _problem(status, detail, errors=errors, **extra)
     problem.headers = exc.headers
     return problem
 

@@ -20,7 +20,8 @@ ErrorType = Literal[
 ]
 Role = Literal["user", "assistant", "tool"]
 RunStatusName = Literal["queued", "running", "completed", "failed", "cancelled"]
-MessageContent = Annotated[str, msgspec.Meta(min_length=1)]
+# Matches Settings.max_message_chars; a longer message is a 400 with a field error.
+MessageContent = Annotated[str, msgspec.Meta(min_length=1, max_length=32_000)]
 ClientMessageId = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 ToolName = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 Title = Annotated[str, msgspec.Meta(max_length=200)]

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from httpx import AsyncClient
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tests.api.support import assert_problem
+from tests.conftest import ApiUser, make_api_user
+from tests.factories import AgentFactory
+
+
+async def test_create_get_list_and_patch_agent(client: AsyncClient, alice: ApiUser) -> None:
+    created = await client.post(
+        "/api/agents",
+        json={"name": "Helper", "agent_type": "assistant", "enabled_tools": ["tasks", "web"]},
+        headers=alice.headers,
+    )
+    assert created.status_code == 201, created.text
+    agent = created.json()
+    assert agent["name"] == "Helper" and agent["tools"] == ["tasks", "web"]
+    assert agent["is_shared"] is False
+
+    fetched = await client.get(f"/api/agents/{agent['id']}", headers=alice.headers)
+    assert fetched.status_code == 200 and fetched.json() == agent
+
+    names = [a["name"] for a in (await client.get("/api/agents", headers=alice.headers)).json()["items"]]
+    assert set(names) == {"Helper", alice.agent.name}
+
+    patched = await client.patch(
+        f"/api/agents/{agent['id']}",
+        json={"system_prompt": "Be brief.", "enabled_tools": None},
+        headers=alice.headers,
+    )
+    assert patched.status_code == 200, patched.text
+    body = patched.json()
+    assert body["system_prompt"] == "Be brief." and body["name"] == "Helper"
+    assert body["enabled_tools"] is None and body["tools"] == ["tasks", "web", "memory", "self_authoring"]
+
+
+async def test_agent_name_is_unique_per_owner(
+    client: AsyncClient, alice: ApiUser, bob: ApiUser
+) -> None:
+    duplicate = await client.post(
+        "/api/agents", json={"name": alice.agent.name}, headers=alice.headers
+    )
+    assert_problem(duplicate, 409)
+    # Another owner may use the same name.
+    other = await client.post("/api/agents", json={"name": alice.agent.name}, headers=bob.headers)
+    assert other.status_code == 201
+
+    second = (await client.post("/api/agents", json={"name": "Second"}, headers=alice.headers)).json()
+    rename = await client.patch(
+        f"/api/agents/{second['id']}", json={"name": alice.agent.name}, headers=alice.headers
+    )
+    assert_problem(rename, 409)
+
+
+async def test_unknown_agent_type_is_400_with_field_error(
+    client: AsyncClient, alice: ApiUser
+) -> None:
+    response = await client.post(
+        "/api/agents", json={"name": "x", "agent_type": "nope"}, headers=alice.headers
+    )
+    body = assert_problem(response, 400)
+    assert body["errors"][0]["field"] == "agent_type"
+
+
+async def test_shared_agents_are_visible_but_not_editable(
+    client: AsyncClient, db: AsyncSession, alice: ApiUser, bob: ApiUser
+) -> None:
+    staff = await make_api_user(db, is_staff=True)
+    shared = AgentFactory.build(owner_id=staff.user.id, name="Shared one", is_shared=True)
+    db.add(shared)
+    await db.commit()
+
+    listed = (await client.get("/api/agents", headers=alice.headers)).json()["items"]
+    names = {a["name"] for a in listed}
+    assert "Shared one" in names and bob.agent.name not in names
+
+    got = await client.get(f"/api/agents/{shared.id}", headers=alice.headers)
+    assert got.status_code == 200 and got.json()["is_shared"] is True
+    # A user can start a thread with a shared agent...
+    thread = await client.post(
+        "/api/threads", json={"agent_id": str(shared.id)}, headers=alice.headers
+    )
+    assert thread.status_code == 201
+    # ...but only its owner may change it.
+    assert_problem(
+        await client.patch(f"/api/agents/{shared.id}", json={"name": "x"}, headers=alice.headers),
+        404,
+    )
+
+
+async def test_unknown_fields_are_rejected(client: AsyncClient, alice: ApiUser) -> None:
+    response = await client.post(
+        "/api/agents", json={"name": "x", "nmae": "typo"}, headers=alice.headers
+    )
+    body = assert_problem(response, 400)
+    assert body["errors"]
