@@ -22,6 +22,8 @@ from app.tasks.controllers import TaskController
 from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
+from app.tools.controllers import ToolController
+from app.tools.toolsets import load_agent_types
 
 ROUTES = [
     health,
@@ -32,6 +34,7 @@ ROUTES = [
     MessageController,
     RunController,
     TaskController,
+    ToolController,
 ]
 
 
@@ -58,6 +61,8 @@ def provide_settings(state: State) -> Settings:
 
 def create_app(settings: Settings | None = None) -> Litestar:
     settings = settings or get_settings()
+    # Validate agent types and toolsets now: a bad YAML stops startup with a clear message.
+    load_agent_types(settings.agent_types_file)
     db_config = build_sqlalchemy_config(settings)
     return Litestar(
         route_handlers=ROUTES,

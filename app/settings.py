@@ -35,6 +35,8 @@ class Settings:
     llm_api_key: str | None = None
     web_search_url: str | None = None
     web_fetch_allow_hosts: tuple[str, ...] = ()
+    # Agent types and their toolsets (app/tools/agent_types.yaml when unset).
+    agent_types_file: str | None = None
     redis_url: str | None = None
     token_ttl_days: int = 30
     max_request_body_bytes: int = 256 * 1024
@@ -61,6 +63,7 @@ class Settings:
             llm_api_key=os.environ.get("LLM_API_KEY") or None,
             web_search_url=os.environ.get("WEB_SEARCH_URL") or None,
             web_fetch_allow_hosts=_env_list("WEB_FETCH_ALLOW_HOSTS"),
+            agent_types_file=os.environ.get("AGENT_TYPES_FILE") or None,
             redis_url=os.environ.get("REDIS_URL") or None,
             token_ttl_days=_env_int("TOKEN_TTL_DAYS", defaults.token_ttl_days),
             ws_idle_timeout_seconds=_env_float("WS_IDLE_TIMEOUT", defaults.ws_idle_timeout_seconds),

@@ -11,7 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.agents.schemas import AgentRead
 from app.db.models import Agent, User
 from app.lib.problems import ProblemException
-from app.tools.toolsets import AGENT_TYPES, effective_tools, is_known_agent_type
+from app.tools.registry import get_registry
+from app.tools.toolsets import agent_type_names, effective_tools, is_known_agent_type
 
 MAX_AGENTS_LISTED = 200
 
@@ -69,9 +70,28 @@ def check_agent_type(agent_type: str) -> None:
             errors=[
                 {
                     "field": "agent_type",
-                    "message": f"must be one of {sorted(AGENT_TYPES)}",
+                    "message": f"must be one of {agent_type_names()}",
                     "source": "body",
                 }
+            ],
+        )
+
+
+def check_enabled_tools(enabled_tools: list[str] | None) -> None:
+    """Every name must be a registered tool (a typo would silently disable a tool)."""
+    known = get_registry().names()
+    unknown = [name for name in enabled_tools or [] if name not in known]
+    if unknown:
+        raise ProblemException(
+            400,
+            f"Unknown tool(s) in enabled_tools: {', '.join(unknown)}.",
+            errors=[
+                {
+                    "field": f"enabled_tools[{(enabled_tools or []).index(name)}]",
+                    "message": f"unknown tool {name!r}; must be one of {known}",
+                    "source": "body",
+                }
+                for name in unknown
             ],
         )
 
@@ -91,6 +111,7 @@ def _name_conflict(name: str) -> ProblemException:
 
 async def create_agent(session: AsyncSession, owner: User, **fields: Any) -> Agent:
     check_agent_type(fields.get("agent_type", "assistant"))
+    check_enabled_tools(fields.get("enabled_tools"))
     if await name_taken(session, owner.id, fields["name"]):
         raise _name_conflict(fields["name"])
     agent = Agent(owner_id=owner.id, **fields)
@@ -100,6 +121,8 @@ async def create_agent(session: AsyncSession, owner: User, **fields: Any) -> Age
 
 
 async def update_agent(session: AsyncSession, agent: Agent, changes: dict[str, Any]) -> Agent:
+    if "enabled_tools" in changes:
+        check_enabled_tools(changes["enabled_tools"])
     name = changes.get("name")
     if name is not None and await name_taken(session, agent.owner_id, name, exclude_id=agent.id):
         raise _name_conflict(name)

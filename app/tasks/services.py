@@ -66,3 +66,15 @@ def apply_task_changes(task: Task, changes: dict[str, Any]) -> Task:
     for field, value in changes.items():
         setattr(task, field, value)
     return task
+
+
+async def find_owned_task(session: AsyncSession, owner_id: UUID, task_id: UUID) -> Task | None:
+    """The task if `owner_id` owns it (tools turn None into a user_error, not a 404)."""
+    return await session.scalar(select(Task).where(Task.id == task_id, Task.owner_id == owner_id))
+
+
+async def create_task(session: AsyncSession, owner_id: UUID, **fields: Any) -> Task:
+    task = Task(owner_id=owner_id, status="active", **fields)
+    session.add(task)
+    await session.flush()
+    return task

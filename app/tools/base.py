@@ -1,0 +1,155 @@
+"""The tool contract: what a tool declares, the context it runs in, the result it returns.
+
+A tool is a domain (`tasks`, `web`, …) taking `action` plus parameters. Each action's
+parameters are a msgspec Struct; the JSON Schema given to the model is generated from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from uuid import UUID
+
+import msgspec
+
+from app.tools.schema import merged_parameters_schema
+
+if TYPE_CHECKING:
+    import httpx
+    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+    from app.db.models import Agent, User
+    from app.settings import Settings
+
+ErrorType = Literal[
+    "validation_error",
+    "user_error",
+    "system_error",
+    "permission_error",
+    "security_error",
+    "timeout",
+    "cancelled",
+]
+ERROR_TYPES: tuple[str, ...] = ErrorType.__args__  # type: ignore[attr-defined]
+
+
+class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Success with data, or a self-correcting error the model can act on."""
+
+    ok: bool
+    data: dict[str, Any] | None = None
+    display_message: str | None = None
+    error: str | None = None
+    error_type: ErrorType | None = None
+    suggestion: str | None = None
+    # allowed_actions, required_param, example, available_tools, errors (field by field)…
+    details: dict[str, Any] | None = None
+    duplicate: bool = False
+
+    @classmethod
+    def success(
+        cls, data: dict[str, Any] | None = None, display_message: str | None = None
+    ) -> ToolResult:
+        return cls(ok=True, data=data or {}, display_message=display_message)
+
+    @classmethod
+    def failure(
+        cls,
+        error: str,
+        error_type: ErrorType,
+        suggestion: str | None = None,
+        **details: Any,
+    ) -> ToolResult:
+        return cls(
+            ok=False,
+            error=error,
+            error_type=error_type,
+            suggestion=suggestion,
+            details=details or None,
+        )
+
+    def as_duplicate(self) -> ToolResult:
+        return msgspec.structs.replace(self, duplicate=True)
+
+    def to_model_content(self) -> str:
+        """Compact JSON for the tool message the model reads next."""
+        if self.ok:
+            body: dict[str, Any] = {"ok": True, **(self.data or {})}
+        else:
+            body = {"ok": False, "error": self.error, "error_type": self.error_type}
+            if self.suggestion:
+                body["suggestion"] = self.suggestion
+            body.update(self.details or {})
+        if self.duplicate:
+            body["duplicate"] = True
+            body["note"] = "Identical call already made in this run; this is its result."
+        return msgspec.json.encode(body).decode()
+
+
+async def _no_progress(**_: Any) -> None:
+    return None
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool may use. Tenant ids come from here, never from model arguments."""
+
+    user: User
+    agent: Agent
+    thread_id: UUID
+    run_id: UUID
+    tool_call_id: str
+    session_factory: async_sessionmaker[AsyncSession]
+    http: httpx.AsyncClient
+    settings: Settings
+    # await ctx.progress(display_message=…, data=…): updates this call's tool message.
+    progress: Callable[..., Awaitable[None]] = _no_progress
+    # Per-run scratch shared by tools (e.g. the web search count).
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+class Tool:
+    """Subclass per domain; register an instance in app/tools/registry.py."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    actions: ClassVar[dict[str, type[msgspec.Struct]]]
+    is_user_facing: ClassVar[bool] = True
+    non_user_facing_actions: ClassVar[frozenset[str]] = frozenset()
+    requires_confirmation: ClassVar[bool | frozenset[str]] = False
+    # Actions without side effects: a later side-effecting call drops their cached results.
+    read_only_actions: ClassVar[frozenset[str]] = frozenset()
+    timeout_seconds: ClassVar[float] = 30
+    # Shown in `required_param` errors: one example call per action.
+    examples: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    async def run(self, ctx: ToolContext, action: str, params: msgspec.Struct) -> ToolResult:
+        handler = getattr(self, f"{action}_action", None)
+        if handler is None:  # pragma: no cover - guarded by validation
+            return ToolResult.failure(f"Invalid action {action!r}", "validation_error")
+        return await handler(ctx, params)
+
+    def parameters_schema(self) -> dict[str, Any]:
+        return merged_parameters_schema(self.actions)
+
+    def function_definition(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters_schema(),
+            },
+        }
+
+    def needs_confirmation(self, action: str | None) -> bool:
+        if isinstance(self.requires_confirmation, bool):
+            return self.requires_confirmation
+        return action in self.requires_confirmation
+
+    def is_user_facing_call(self, action: str | None) -> bool:
+        return self.is_user_facing and action not in self.non_user_facing_actions
+
+    def example_call(self, action: str) -> dict[str, Any]:
+        return {"action": action, **self.examples.get(action, {})}

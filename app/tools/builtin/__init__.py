@@ -1,0 +1,1 @@
+"""The builtin domain tools (registered in app/tools/registry.py)."""

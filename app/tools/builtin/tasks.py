@@ -1,0 +1,146 @@
+"""tasks: create, update, complete and list the current user's tasks."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+import msgspec
+
+from app.db.models import Task
+from app.tasks import services
+from app.tools.base import Tool, ToolContext, ToolResult
+
+Title = Annotated[str, msgspec.Meta(min_length=1, max_length=500, description="Task title.")]
+Notes = Annotated[str, msgspec.Meta(max_length=10_000, description="Free-form notes.")]
+DueAt = Annotated[datetime, msgspec.Meta(description="Due date-time, ISO 8601 with timezone.")]
+STATUS_DOC = "update: active or completed; list: active, completed or all (default active)."
+TaskId = Annotated[UUID, msgspec.Meta(description="The task_id returned by create or list.")]
+
+
+class CreateParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    title: Title
+    notes: Notes | None = None
+    due_at: DueAt | None = None
+
+
+class UpdateParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    task_id: TaskId
+    title: Title | None = None
+    notes: Notes | None = None
+    due_at: DueAt | None = None
+    status: (
+        Annotated[Literal["active", "completed"], msgspec.Meta(description=STATUS_DOC)] | None
+    ) = None
+
+
+class CompleteParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    task_id: TaskId
+
+
+class ListParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    status: (
+        Annotated[Literal["active", "completed", "all"], msgspec.Meta(description=STATUS_DOC)]
+        | None
+    ) = None
+    limit: (
+        Annotated[int, msgspec.Meta(ge=1, le=50, description="At most this many (default 20).")]
+        | None
+    ) = None
+
+
+def task_data(task: Task, kind: str = "task") -> dict[str, Any]:
+    return {
+        "type": kind,
+        "task_id": str(task.id),
+        "task_title": task.title,
+        "task_status": task.status,
+        "notes": task.notes,
+        "due_at": task.due_at.isoformat() if task.due_at else None,
+    }
+
+
+class TasksTool(Tool):
+    name = "tasks"
+    description = (
+        "Manage the user's tasks. Actions: create (title), update (task_id + fields), "
+        "complete (task_id), list (optional status, limit)."
+    )
+    actions = {
+        "create": CreateParams,
+        "update": UpdateParams,
+        "complete": CompleteParams,
+        "list": ListParams,
+    }
+    read_only_actions = frozenset({"list"})
+    timeout_seconds = 15
+    examples = {
+        "create": {"title": "Buy milk"},
+        "update": {"task_id": "<task_id from list>", "title": "Buy oat milk"},
+        "complete": {"task_id": "<task_id from list>"},
+        "list": {"status": "active"},
+    }
+
+    async def create_action(self, ctx: ToolContext, params: CreateParams) -> ToolResult:
+        await ctx.progress(display_message="Creating task…")
+        async with ctx.session_factory() as session:
+            task = await services.create_task(
+                session,
+                ctx.user.id,
+                title=params.title,
+                notes=params.notes,
+                due_at=params.due_at,
+                agent_id=ctx.agent.id,
+                thread_id=ctx.thread_id,
+            )
+            await session.commit()
+        return ToolResult.success(task_data(task), display_message=f"Created “{task.title}”")
+
+    async def update_action(self, ctx: ToolContext, params: UpdateParams) -> ToolResult:
+        changes = {
+            k: v
+            for k, v in msgspec.structs.asdict(params).items()
+            if k != "task_id" and v is not None
+        }
+        if not changes:
+            return ToolResult.failure(
+                "Nothing to update.",
+                "validation_error",
+                suggestion="Give at least one of title, notes, due_at, status.",
+                action="update",
+                example=self.example_call("update"),
+            )
+        return await self._change(ctx, params.task_id, changes, "Updated")
+
+    async def complete_action(self, ctx: ToolContext, params: CompleteParams) -> ToolResult:
+        return await self._change(ctx, params.task_id, {"status": "completed"}, "Completed")
+
+    async def list_action(self, ctx: ToolContext, params: ListParams) -> ToolResult:
+        status = params.status or "active"
+        async with ctx.session_factory() as session:
+            page = await services.list_tasks(
+                session, ctx.user, None if status == "all" else status, params.limit or 20, None
+            )
+        tasks = [
+            {"task_id": str(t.id), "task_title": t.title, "task_status": t.status}
+            for t in page.items
+        ]
+        data = {"type": "task_list", "status": status, "tasks": tasks, "count": len(tasks)}
+        return ToolResult.success(data, display_message=f"{len(tasks)} {status} task(s)")
+
+    async def _change(
+        self, ctx: ToolContext, task_id: UUID, changes: dict[str, Any], verb: str
+    ) -> ToolResult:
+        async with ctx.session_factory() as session:
+            task = await services.find_owned_task(session, ctx.user.id, task_id)
+            if task is None:
+                return ToolResult.failure(
+                    f"No task with task_id {task_id}.",
+                    "user_error",
+                    suggestion="Call tasks with action list to find the task_id.",
+                    task_id=str(task_id),
+                )
+            services.apply_task_changes(task, changes)
+            await session.commit()
+        return ToolResult.success(task_data(task), display_message=f"{verb} “{task.title}”")

@@ -1,0 +1,104 @@
+"""web: search (SearXNG-compatible JSON endpoint) and fetch (SSRF-safe, readable text)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import httpx
+import msgspec
+
+from app.tools.base import Tool, ToolContext, ToolResult
+
+RESULT_LIMIT = 10
+MAX_SEARCHES_PER_RUN = 10
+SEARCH_TIMEOUT = httpx.Timeout(15.0, connect=5.0)
+
+
+class SearchParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    query: Annotated[str, msgspec.Meta(min_length=1, max_length=500, description="Search query.")]
+
+
+class FetchParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    url: Annotated[
+        str, msgspec.Meta(min_length=1, max_length=2048, description="http(s) URL to read.")
+    ]
+
+
+class WebTool(Tool):
+    name = "web"
+    description = (
+        "Search the web or read a page. Actions: search (query), fetch (url). "
+        "Fetch returns the page as readable text."
+    )
+    actions = {"search": SearchParams, "fetch": FetchParams}
+    read_only_actions = frozenset({"search", "fetch"})
+    timeout_seconds = 45
+    examples = {"search": {"query": "litestar websockets"}, "fetch": {"url": "https://example.com"}}
+
+    async def search_action(self, ctx: ToolContext, params: SearchParams) -> ToolResult:
+        base = ctx.settings.web_search_url
+        if not base:
+            return ToolResult.failure(
+                "Web search is not configured on this server.", "system_error"
+            )
+        count = ctx.state.get("web_search_count", 0) + 1
+        ctx.state["web_search_count"] = count
+        if count > MAX_SEARCHES_PER_RUN:
+            return ToolResult.failure(
+                f"Search limit reached ({MAX_SEARCHES_PER_RUN} per response).",
+                "user_error",
+                suggestion="Answer with what you found, or fetch one of the results.",
+                query=params.query,
+            )
+        await ctx.progress(display_message=f"Searching “{params.query}”…")
+        try:
+            response = await ctx.http.get(
+                _search_endpoint(base),
+                params={"q": params.query, "format": "json"},
+                headers={"Accept": "application/json"},
+                timeout=SEARCH_TIMEOUT,
+                follow_redirects=False,
+            )
+        except httpx.HTTPError:
+            return ToolResult.failure("The search service could not be reached.", "system_error",
+                                      suggestion="Try again in a moment.", query=params.query)  # fmt: skip
+        if response.status_code != 200:
+            return ToolResult.failure(f"The search service answered HTTP {response.status_code}.",
+                                      "system_error", query=params.query)  # fmt: skip
+        return _search_results(params.query, response.content)
+
+    async def fetch_action(self, ctx: ToolContext, params: FetchParams) -> ToolResult:
+        from app.tools.builtin.web_fetch import fetch_page
+
+        return await fetch_page(ctx, params.url)
+
+
+def _search_endpoint(base: str) -> str:
+    base = base.rstrip("/")
+    return base if base.endswith("/search") else f"{base}/search"
+
+
+class _SearchHit(msgspec.Struct):
+    url: str = ""
+    title: str = ""
+    content: str | None = None
+
+
+class _SearchAnswer(msgspec.Struct):
+    results: list[_SearchHit] = []
+    number_of_results: float | int | None = None
+
+
+def _search_results(query: str, body: bytes) -> ToolResult:
+    try:
+        answer = msgspec.json.decode(body, type=_SearchAnswer)
+    except msgspec.DecodeError:
+        return ToolResult.failure("Invalid response from the search service.", "system_error",
+                                  query=query)  # fmt: skip
+    results: list[dict[str, Any]] = [
+        {"url": hit.url, "title": hit.title, "snippet": hit.content or ""}
+        for hit in answer.results[:RESULT_LIMIT]
+    ]
+    total = int(answer.number_of_results) if answer.number_of_results else len(answer.results)
+    data = {"type": "search_results", "query": query, "results": results, "total_results": total}
+    return ToolResult.success(data, display_message=f"{len(results)} result(s) for “{query}”")

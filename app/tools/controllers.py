@@ -1,0 +1,53 @@
+"""GET /api/tools: the catalog of tools the app and clients can show."""
+
+from __future__ import annotations
+
+from litestar import Controller, get
+
+from app.accounts.deps import SECURITY
+from app.db.models import User
+from app.lib.problems import problems
+from app.lib.schema import Schema
+from app.tools.registry import ToolCatalogEntry, get_registry
+from app.tools.toolsets import agent_types_offering
+
+
+class ToolRead(Schema):
+    name: str
+    description: str
+    actions: list[str]
+    parameters: dict[str, object]
+    is_user_facing: bool
+    requires_confirmation: bool
+    confirmation_actions: list[str]
+    non_user_facing_actions: list[str]
+    agent_types: list[str]
+
+
+class ToolList(Schema):
+    items: list[ToolRead]
+
+
+def tool_read(entry: ToolCatalogEntry) -> ToolRead:
+    return ToolRead(
+        name=entry.name,
+        description=entry.description,
+        actions=entry.actions,
+        parameters=entry.parameters,
+        is_user_facing=entry.is_user_facing,
+        requires_confirmation=entry.requires_confirmation,
+        confirmation_actions=entry.confirmation_actions,
+        non_user_facing_actions=entry.non_user_facing_actions,
+        agent_types=agent_types_offering(entry.name),
+    )
+
+
+class ToolController(Controller):
+    path = "/api/tools"
+    tags = ["tools"]
+    security = SECURITY
+
+    @get("/", operation_id="ListTools", responses=problems())
+    async def list_tools(self, current_user: User) -> ToolList:
+        """Every tool: its actions, parameters (JSON Schema) and how the app shows it."""
+        return ToolList(items=[tool_read(e) for e in get_registry().catalog()])

@@ -1,0 +1,176 @@
+"""Validate and run one tool call. Never raises (except the caller's own cancellation).
+
+Order: known and allowed tool -> arguments (JSON, action, parameters) -> identical call
+already made in this run? (answer from it, duplicate=True, no second side effect) ->
+run under the tool's timeout -> typed result. Lifecycle events go through `events`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Collection
+from typing import Any
+
+import msgspec
+
+from app.tools.base import Tool, ToolContext, ToolResult
+from app.tools.events import LoggingToolEvents, ToolCall, ToolEvents
+from app.tools.registry import get_registry
+from app.tools.validation import ParsedCall, decode_arguments, unknown_tool, validate_call
+
+logger = logging.getLogger("app.tools")
+SAFE_SYSTEM_ERROR = "The tool failed unexpectedly. The error was logged."
+
+
+class ToolCallCache:
+    """Per run: identical (tool, canonical arguments) calls share the first result.
+
+    Concurrent identical calls (one model turn) wait for the first instead of running twice.
+    A successful side-effecting action drops the tool's cached read-only results, so a
+    `list` after a `create` sees the new row.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, bytes], asyncio.Future[ToolResult]] = {}
+        self._read_only: dict[tuple[str, bytes], str] = {}
+
+    @staticmethod
+    def key(name: str, action: str, params: msgspec.Struct) -> tuple[str, bytes]:
+        args = {"action": action, **msgspec.to_builtins(params)}
+        return name, msgspec.json.encode(args, order="sorted")
+
+    def claim(self, key: tuple[str, bytes]) -> asyncio.Future[ToolResult] | None:
+        """The earlier call's future, or None after reserving the key for this call."""
+        existing = self._entries.get(key)
+        if existing is not None:
+            return existing
+        self._entries[key] = asyncio.get_running_loop().create_future()
+        return None
+
+    def settle(self, key: tuple[str, bytes], tool: Tool, action: str, result: ToolResult) -> None:
+        future = self._entries[key]
+        if not future.done():
+            future.set_result(result)
+        retryable = not result.ok and result.error_type in ("system_error", "timeout", "cancelled")
+        if retryable:
+            del self._entries[key]
+        elif action in tool.read_only_actions:
+            self._read_only[key] = tool.name
+        elif result.ok:
+            self._forget_reads(tool.name)
+
+    def abandon(self, key: tuple[str, bytes]) -> None:
+        future = self._entries.pop(key, None)
+        if future is not None and not future.done():
+            future.cancel()
+
+    def _forget_reads(self, tool_name: str) -> None:
+        for key, name in list(self._read_only.items()):
+            if name == tool_name:
+                self._read_only.pop(key)
+                self._entries.pop(key, None)
+
+
+def parse_call(
+    name: str,
+    arguments: str | bytes | dict[str, Any] | None,
+    *,
+    allowed: Collection[str] | None = None,
+) -> ParsedCall | ToolResult:
+    """Validation only (the orchestrator uses it to decide on confirmation before running)."""
+    registry = get_registry()
+    tool = registry.get(name)
+    available = [n for n in registry.names() if allowed is None or n in allowed]
+    if tool is None or name not in available:
+        return unknown_tool(name, available)
+    return validate_call(tool, arguments)
+
+
+def _raw_input(arguments: str | bytes | dict[str, Any] | None) -> dict[str, Any]:
+    decoded = decode_arguments(arguments)
+    return decoded if isinstance(decoded, dict) else {}
+
+
+async def _run_tool(
+    ctx: ToolContext, tool: Tool, action: str, params: msgspec.Struct
+) -> ToolResult:
+    try:
+        async with asyncio.timeout(tool.timeout_seconds):
+            result = await tool.run(ctx, action, params)
+    except TimeoutError:
+        return ToolResult.failure(
+            f"{tool.name}.{action} did not finish within {tool.timeout_seconds:g} seconds.",
+            "timeout",
+            suggestion="Try again later or with a smaller request.",
+        )
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        # The log keeps the traceback; the model and the phone get a safe message only.
+        logger.exception("tool %s.%s raised", tool.name, action)
+        return ToolResult.failure(SAFE_SYSTEM_ERROR, "system_error")
+    if not isinstance(result, ToolResult):
+        logger.error("tool %s.%s returned %r", tool.name, action, type(result))
+        return ToolResult.failure(SAFE_SYSTEM_ERROR, "system_error")
+    return result
+
+
+def _with_progress_events(ctx: ToolContext, call: ToolCall, events: ToolEvents) -> ToolContext:
+    async def progress(
+        display_message: str | None = None, data: dict[str, Any] | None = None
+    ) -> None:
+        await events.on_progress(call, display_message, data)
+        await ctx.progress(display_message=display_message, data=data)
+
+    return dataclasses.replace(ctx, progress=progress)
+
+
+async def _finish(events: ToolEvents, call: ToolCall, result: ToolResult) -> ToolResult:
+    if result.ok:
+        await events.on_end(call, result)
+    else:
+        await events.on_error(call, result)
+    return result
+
+
+async def execute_tool_call(
+    ctx: ToolContext,
+    name: str,
+    arguments: str | bytes | dict[str, Any] | None,
+    *,
+    allowed: Collection[str],
+    cache: ToolCallCache | None = None,
+    events: ToolEvents | None = None,
+) -> ToolResult:
+    events = events or LoggingToolEvents()
+    parsed = parse_call(name, arguments, allowed=allowed)
+    if isinstance(parsed, ToolResult):
+        raw = _raw_input(arguments)
+        call = ToolCall(ctx.tool_call_id, name, raw.get("action"), raw, ctx.run_id, ctx.thread_id)
+        await events.on_start(call)
+        return await _finish(events, call, parsed)
+    tool, action, params = parsed
+    call_input = {"action": action, **msgspec.to_builtins(params)}
+    call = ToolCall(ctx.tool_call_id, name, action, call_input, ctx.run_id, ctx.thread_id)
+    await events.on_start(call)
+    if cache is None:
+        result = await _run_tool(_with_progress_events(ctx, call, events), tool, action, params)
+        return await _finish(events, call, result)
+    key = ToolCallCache.key(name, action, params)
+    while (earlier := cache.claim(key)) is not None:
+        try:
+            first = await asyncio.shield(earlier)
+        except asyncio.CancelledError:
+            if not earlier.cancelled():
+                raise  # this call itself is being cancelled
+            continue  # the first call was abandoned: try to claim the key again
+        return await _finish(events, call, first.as_duplicate())
+    try:
+        result = await _run_tool(_with_progress_events(ctx, call, events), tool, action, params)
+    except BaseException:
+        cache.abandon(key)
+        raise
+    cache.settle(key, tool, action, result)
+    return await _finish(events, call, result)

@@ -1,0 +1,82 @@
+"""The explicit registry of tools: a plain name -> instance map, built once per process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+import msgspec
+
+from app.tools.base import Tool
+
+
+class ToolCatalogEntry(msgspec.Struct, kw_only=True):
+    """One tool as GET /api/tools and `litestar tools list` describe it."""
+
+    name: str
+    description: str
+    actions: list[str]
+    parameters: dict[str, Any]
+    is_user_facing: bool
+    requires_confirmation: bool  # true when the tool, or any of its actions, asks first
+    confirmation_actions: list[str]  # the actions that ask the user before running
+    non_user_facing_actions: list[str]
+    timeout_seconds: float
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"Tool {tool.name!r} is registered twice.")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def catalog(self) -> list[ToolCatalogEntry]:
+        return [_catalog_entry(tool) for tool in self._tools.values()]
+
+    def function_definitions(self, names: Iterable[str]) -> list[dict[str, Any]]:
+        return [self._tools[n].function_definition() for n in names if n in self._tools]
+
+
+def _catalog_entry(tool: Tool) -> ToolCatalogEntry:
+    confirm = [a for a in tool.actions if tool.needs_confirmation(a)]
+    return ToolCatalogEntry(
+        name=tool.name,
+        description=tool.description,
+        actions=list(tool.actions),
+        parameters=tool.parameters_schema(),
+        is_user_facing=tool.is_user_facing,
+        requires_confirmation=bool(confirm),
+        confirmation_actions=confirm,
+        non_user_facing_actions=sorted(tool.non_user_facing_actions),
+        timeout_seconds=tool.timeout_seconds,
+    )
+
+
+def builtin_tools() -> list[Tool]:
+    from app.tools.builtin.memory import MemoryTool
+    from app.tools.builtin.self_authoring import SelfAuthoringTool
+    from app.tools.builtin.tasks import TasksTool
+    from app.tools.builtin.web import WebTool
+
+    return [TasksTool(), WebTool(), MemoryTool(), SelfAuthoringTool()]
+
+
+@lru_cache(maxsize=1)
+def get_registry() -> ToolRegistry:
+    """The process registry with the builtin tools."""
+    return ToolRegistry(builtin_tools())

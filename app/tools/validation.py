@@ -1,0 +1,170 @@
+"""Validate a model's tool call before anything runs.
+
+Every failure is a self-correcting `validation_error` result (never an exception): it says
+what was wrong and what would be right (allowed_actions, required_param with an example
+call, field-by-field errors for wrong types, nested objects and arrays included).
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+import msgspec
+
+from app.tools.base import Tool, ToolResult
+from app.tools.schema import action_fields
+
+ParsedCall = tuple[Tool, str, msgspec.Struct]
+
+
+def decode_arguments(arguments: str | bytes | dict[str, Any] | None) -> dict[str, Any] | ToolResult:
+    if arguments is None or arguments == "":
+        return {}
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        decoded = msgspec.json.decode(arguments)
+    except msgspec.DecodeError as exc:
+        return ToolResult.failure(
+            f"Arguments are not valid JSON ({exc}).",
+            "validation_error",
+            suggestion='Send the arguments as one JSON object, e.g. {"action": "…", …}.',
+        )
+    if not isinstance(decoded, dict):
+        return ToolResult.failure(
+            f"Arguments must be a JSON object, not {type(decoded).__name__}.",
+            "validation_error",
+            suggestion='Send the arguments as one JSON object, e.g. {"action": "…", …}.',
+        )
+    return decoded
+
+
+def _check_action(tool: Tool, args: dict[str, Any]) -> str | ToolResult:
+    allowed = list(tool.actions)
+    action = args.get("action")
+    if action is None:
+        return ToolResult.failure(
+            "action is required.",
+            "validation_error",
+            suggestion=f"Start the call with action, one of: {', '.join(allowed)}.",
+            allowed_actions=allowed,
+            required_param="action",
+            example=tool.example_call(allowed[0]),
+        )
+    if not isinstance(action, str) or action not in tool.actions:
+        return ToolResult.failure(
+            f"Invalid action {action!r} for {tool.name}.",
+            "validation_error",
+            suggestion=f"Use one of: {', '.join(allowed)}.",
+            allowed_actions=allowed,
+        )
+    return action
+
+
+def _field_error(field: str, exc: msgspec.ValidationError) -> dict[str, str]:
+    message = str(exc)
+    # msgspec reports the path inside the value as "- at `$[0].name`"; anchor it at the field.
+    path = field
+    if " - at `$" in message:
+        message, _, at = message.partition(" - at `$")
+        path = field + at.rstrip("`")
+    return {"field": path, "message": message}
+
+
+def _literal_values(tp: Any) -> list[Any]:
+    """Allowed values when a parameter is (an optional, annotated) Literal."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        return list(typing.get_args(tp))
+    if origin is typing.Annotated:
+        return _literal_values(typing.get_args(tp)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [v for arg in typing.get_args(tp) for v in _literal_values(arg)]
+    return []
+
+
+def _other_action_params(tool: Tool, action: str) -> set[str]:
+    names: set[str] = set()
+    for other, struct in tool.actions.items():
+        if other != action:
+            names.update(action_fields(struct))
+    return names
+
+
+def check_params(tool: Tool, action: str, args: dict[str, Any]) -> msgspec.Struct | ToolResult:
+    struct = tool.actions[action]
+    fields = {f.encode_name: f for f in msgspec.structs.fields(struct)}
+    required = action_fields(struct)
+    given = {k: v for k, v in args.items() if k != "action"}
+    # Strict-mode models send null for parameters they do not use: null means absent.
+    present = {k: v for k, v in given.items() if v is not None}
+    missing = [name for name, req in required.items() if req and name not in present]
+    if missing:
+        return ToolResult.failure(
+            f"{missing[0]} is required for {action} action.",
+            "validation_error",
+            suggestion=f"Call again with {', '.join(missing)}.",
+            action=action,
+            required_param=missing[0],
+            missing_params=missing,
+            allowed_actions=list(tool.actions),
+            example=tool.example_call(action),
+        )
+    errors: list[dict[str, Any]] = []
+    others = _other_action_params(tool, action)
+    for name, value in present.items():
+        if name not in fields:
+            hint = f"not used by {action}" if name in others else "unknown parameter"
+            errors.append({"field": name, "message": hint})
+            continue
+        try:
+            msgspec.convert(value, fields[name].type, strict=True)
+        except msgspec.ValidationError as exc:
+            error: dict[str, Any] = _field_error(name, exc)
+            if allowed_values := _literal_values(fields[name].type):
+                error["allowed_values"] = allowed_values
+            errors.append(error)
+    if errors:
+        listing = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        return ToolResult.failure(
+            f"Invalid parameters for {tool.name}.{action}: {listing}.",
+            "validation_error",
+            suggestion=f"Fix the listed fields. Parameters of {action}: {', '.join(fields)}.",
+            action=action,
+            errors=errors,
+            allowed_params=list(fields),
+            example=tool.example_call(action),
+        )
+    known = {k: v for k, v in present.items() if k in fields}
+    try:
+        return msgspec.convert(known, struct, strict=True)
+    except msgspec.ValidationError as exc:  # cross-field checks in __post_init__
+        return ToolResult.failure(
+            str(exc), "validation_error", action=action, example=tool.example_call(action)
+        )
+
+
+def validate_call(
+    tool: Tool, arguments: str | bytes | dict[str, Any] | None
+) -> ParsedCall | ToolResult:
+    args = decode_arguments(arguments)
+    if isinstance(args, ToolResult):
+        return args
+    action = _check_action(tool, args)
+    if isinstance(action, ToolResult):
+        return action
+    params = check_params(tool, action, args)
+    if isinstance(params, ToolResult):
+        return params
+    return tool, action, params
+
+
+def unknown_tool(name: str, available: list[str]) -> ToolResult:
+    return ToolResult.failure(
+        f"Unknown tool {name!r}.",
+        "validation_error",
+        suggestion=f"Use one of the available tools: {', '.join(available) or 'none'}.",
+        available_tools=available,
+    )
