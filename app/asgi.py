@@ -17,6 +17,8 @@ from app.cli.plugin import CLIPlugin
 from app.db.config import build_sqlalchemy_config
 from app.lib.health import health
 from app.lib.problems import problem_details_plugin
+from app.realtime.channels import RealtimeChannels
+from app.realtime.socket import realtime_socket
 from app.settings import Settings, get_settings
 from app.tasks.controllers import TaskController
 from app.threads.controllers import ThreadController
@@ -34,6 +36,7 @@ ROUTES = [
     MessageController,
     RunController,
     TaskController,
+    realtime_socket,
     ToolController,
 ]
 
@@ -66,7 +69,12 @@ def create_app(settings: Settings | None = None) -> Litestar:
     db_config = build_sqlalchemy_config(settings)
     return Litestar(
         route_handlers=ROUTES,
-        plugins=[SQLAlchemyPlugin(config=db_config), problem_details_plugin(), CLIPlugin()],
+        plugins=[
+            SQLAlchemyPlugin(config=db_config),
+            problem_details_plugin(),
+            CLIPlugin(),
+            RealtimeChannels(settings, db_config),
+        ],
         dependencies={
             "settings": Provide(provide_settings, sync_to_thread=False),
             "current_user": Provide(provide_current_user),

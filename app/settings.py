@@ -47,6 +47,14 @@ class Settings:
     run_lease_seconds: float = 30.0
     approval_ttl_seconds: float = 600.0
     runner_enabled: bool = True
+    # Realtime (/api/ws): channel names are prefixed so deployments/tests sharing a Redis
+    # stay apart; the limits protect one process from one client.
+    channels_prefix: str = "tc:"
+    ws_send_queue_size: int = 512
+    ws_max_subscriptions: int = 100
+    ws_max_frame_bytes: int = 4096
+    ws_frame_rate: float = 20.0
+    ws_frame_burst: int = 60
 
     @property
     def is_sqlite(self) -> bool:
@@ -69,6 +77,9 @@ class Settings:
             ws_idle_timeout_seconds=_env_float("WS_IDLE_TIMEOUT", defaults.ws_idle_timeout_seconds),
             run_lease_seconds=_env_float("RUN_LEASE_SECONDS", defaults.run_lease_seconds),
             runner_enabled=os.environ.get("RUNNER_ENABLED", "1") != "0",
+            channels_prefix=os.environ.get("CHANNELS_PREFIX") or defaults.channels_prefix,
+            ws_send_queue_size=_env_int("WS_SEND_QUEUE_SIZE", defaults.ws_send_queue_size),
+            ws_max_subscriptions=_env_int("WS_MAX_SUBSCRIPTIONS", defaults.ws_max_subscriptions),
         )
 
 

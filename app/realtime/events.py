@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 from uuid import UUID
 
 import msgspec
@@ -54,3 +54,33 @@ class ErrorFrame(Frame, tag="error"):
 
 
 ThreadFrame = MessageFrame | DeltaFrame | RunFrame
+ServerFrame = (
+    MessageFrame | SubscribedFrame | DeltaFrame | RunFrame | ResetFrame | PongFrame | ErrorFrame
+)
+
+Seq = Annotated[int, msgspec.Meta(ge=0, le=2**53)]
+
+
+# Client → server
+class SubscribeFrame(Frame, tag="subscribe", forbid_unknown_fields=True):
+    """Start (or restart) a thread subscription after the highest `seq` the client holds."""
+
+    thread_id: UUID
+    after_seq: Seq = 0
+
+
+class UnsubscribeFrame(Frame, tag="unsubscribe", forbid_unknown_fields=True):
+    thread_id: UUID
+
+
+class PingFrame(Frame, tag="ping", forbid_unknown_fields=True):
+    """App-level keepalive; answered with `pong` (protocol pings are answered too)."""
+
+
+ClientFrame = SubscribeFrame | UnsubscribeFrame | PingFrame
+CLIENT_FRAME_TYPES = ["subscribe", "unsubscribe", "ping"]
+
+# Close codes (application range), documented in openapi/asyncapi.json.
+CLOSE_UNAUTHORIZED = 4401
+CLOSE_IDLE = 4408
+CLOSE_TOO_SLOW = 4429

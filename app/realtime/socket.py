@@ -1,0 +1,28 @@
+"""`/api/ws`: the realtime socket (protocol: CONTRACT.md, openapi/asyncapi.json).
+
+Auth by `Authorization: Bearer` or `?token=`. The socket is accepted first so that a bad
+token can be told apart from a network error: it is then closed with 4401.
+"""
+
+from __future__ import annotations
+
+from litestar import WebSocket, websocket
+
+from app.accounts.deps import bearer_token
+from app.realtime.channels import RealtimeChannels
+from app.realtime.connection import Connection
+from app.realtime.events import CLOSE_UNAUTHORIZED
+
+
+@websocket("/api/ws", name="realtime_socket")
+async def realtime_socket(socket: WebSocket, channels: RealtimeChannels) -> None:
+    """Subscribe to threads; receive their message changes, runs and deltas."""
+    token = bearer_token(socket)
+    await socket.accept()
+    user_id = None
+    if token and len(token) <= 200:
+        user_id = await channels.store.user_id_for_token(token)
+    if user_id is None:
+        await socket.close(code=CLOSE_UNAUTHORIZED, reason="Invalid or missing token.")
+        return
+    await Connection(socket, channels, user_id).serve()

@@ -1,0 +1,58 @@
+"""What travels on a thread's channel: one header line, then the frame's JSON.
+
+The header lets a forwarder decide (deduplicate, detect a gap, order run states) without
+decoding the frame, and the JSON after it is sent to clients as is. A message frame too
+big for a pub/sub payload travels as a reference (`r<seq>`): the forwarder then reads
+the row from the database, which it does for any gap anyway.
+
+    m<seq>\\n<message frame json>     a message create/update
+    r<seq>\\n                         the same, too big to carry: read it from the database
+    R<run_id>:<status>\\n<run json>   a run status change
+    d\\n<frame json>                  an ephemeral frame (delta)
+    p<token>\\n                       a probe a new subscriber sends itself (see subscription.py)
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import msgspec
+
+from app.realtime.events import Frame, MessageFrame, RunFrame
+
+# Small payloads: PostgreSQL NOTIFY caps them under 8 KB, and Redis fans every byte out.
+MAX_INLINE_BYTES = 6000
+
+RUN_STATUS_RANK = {"queued": 0, "running": 1, "completed": 2, "failed": 2, "cancelled": 2}
+
+_encode = msgspec.json.Encoder().encode
+
+
+class ChannelEvent(NamedTuple):
+    kind: str
+    seq: int
+    key: str
+    body: bytes
+
+
+def encode_frame(frame: Frame) -> bytes:
+    body = _encode(frame)
+    if isinstance(frame, MessageFrame):
+        if len(body) > MAX_INLINE_BYTES:
+            return b"r%d\n" % frame.seq
+        return b"m%d\n" % frame.seq + body
+    if isinstance(frame, RunFrame):
+        return f"R{frame.run.id}:{frame.run.status}\n".encode() + body
+    return b"d\n" + body
+
+
+def encode_probe(token: str) -> bytes:
+    return f"p{token}\n".encode()
+
+
+def decode_event(payload: bytes) -> ChannelEvent:
+    head, _, body = payload.partition(b"\n")
+    kind, rest = chr(head[0]) if head else "?", head[1:].decode()
+    if kind in ("m", "r"):
+        return ChannelEvent(kind, int(rest), "", body)
+    return ChannelEvent(kind, 0, rest, body)

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
+from typing import Any
+
+import httpx
+import pytest
+
+from app import create_app
+from app.settings import Settings
+from tests.conftest import ApiUser
+from tests.realtime.support import Server, serve
+
+ServerFactory = Callable[..., AbstractAsyncContextManager[Server]]
+
+
+@pytest.fixture
+def realtime_settings(settings: Settings) -> Settings:
+    # A unique channel prefix: tests sharing one Redis never hear each other.
+    return replace(settings, channels_prefix=f"test-{uuid.uuid4().hex[:10]}:")
+
+
+@pytest.fixture
+def start_server(realtime_settings: Settings) -> ServerFactory:
+    """`async with start_server(**settings_overrides) as server:` a fresh app under uvicorn."""
+
+    @asynccontextmanager
+    async def start(**overrides: Any) -> AsyncIterator[Server]:
+        async with serve(create_app(replace(realtime_settings, **overrides))) as server:
+            yield server
+
+    return start
+
+
+@pytest.fixture
+async def server(start_server: ServerFactory, client: httpx.AsyncClient) -> AsyncIterator[Server]:
+    async with start_server() as running:
+        yield running
+
+
+@pytest.fixture
+async def http(server: Server) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=server.http) as http_client:
+        yield http_client
+
+
+async def new_thread(http: httpx.AsyncClient, user: ApiUser) -> str:
+    response = await http.post(
+        "/api/threads", json={"agent_id": str(user.agent.id), "title": "t"}, headers=user.headers
+    )
+    assert response.status_code == 201, response.text
+    return response.json()["id"]

@@ -1,0 +1,185 @@
+"""A real server for socket tests, a protocol client, and writes through the writer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import httpx
+import uvicorn
+from litestar import Litestar
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from app.db.models import ThreadMessage
+from app.threads import writer
+
+WAIT = 15.0
+
+
+def free_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+@dataclass
+class Server:
+    port: int
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/api/ws"
+
+
+@asynccontextmanager
+async def serve(app: Litestar, sock: socket.socket | None = None) -> AsyncIterator[Server]:
+    """Run `app` under uvicorn in this event loop, on a free loopback port."""
+    sock = sock or free_socket()
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", ws_ping_interval=None)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    async with asyncio.timeout(WAIT):
+        while not server.started:
+            if task.done():
+                task.result()
+            await asyncio.sleep(0.01)  # polling uvicorn's `started` flag (no event exists)
+    try:
+        yield Server(port=sock.getsockname()[1])
+    finally:
+        server.should_exit = True
+        await task
+
+
+@dataclass
+class ThreadState:
+    """What a client holds for one thread: messages by id, and the highest seq seen."""
+
+    messages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    last_seq: int = 0
+
+    def apply(self, frame: dict[str, Any]) -> None:
+        message = frame["message"]
+        held = self.messages.get(message["id"])
+        if held is None or held["seq"] <= frame["seq"]:
+            self.messages[message["id"]] = message
+        self.last_seq = max(self.last_seq, frame["seq"])
+
+
+class WsClient:
+    """A protocol client that keeps every frame and applies message frames."""
+
+    def __init__(self, conn: ClientConnection) -> None:
+        self.conn = conn
+        self.frames: list[dict[str, Any]] = []
+        self._new = asyncio.Condition()
+        self._reader = asyncio.create_task(self._read())
+        self.close_code: int | None = None
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(
+        cls, url: str, token: str | None = None, *, query_token: bool = False, **kwargs: Any
+    ) -> AsyncIterator[WsClient]:
+        headers = {}
+        if token and query_token:
+            url = f"{url}?token={token}"
+        elif token:
+            headers["Authorization"] = f"Bearer {token}"
+        async with connect(url, additional_headers=headers, **kwargs) as conn:
+            client = cls(conn)
+            try:
+                yield client
+            finally:
+                client._reader.cancel()
+
+    async def _read(self) -> None:
+        try:
+            async for raw in self.conn:
+                frame = json.loads(raw)
+                async with self._new:
+                    self.frames.append(frame)
+                    self._new.notify_all()
+        except ConnectionClosed:
+            pass
+        finally:
+            self.close_code = self.conn.close_code
+            async with self._new:
+                self._new.notify_all()
+
+    async def send(self, frame: dict[str, Any] | str) -> None:
+        await self.conn.send(frame if isinstance(frame, str) else json.dumps(frame))
+
+    async def subscribe(self, thread_id: Any, after_seq: int = 0) -> None:
+        await self.send({"type": "subscribe", "thread_id": str(thread_id), "after_seq": after_seq})
+
+    async def wait_for(self, predicate: Any, within: float = WAIT) -> dict[str, Any]:
+        """The first frame (kept so far or to come) that satisfies `predicate`."""
+        async with asyncio.timeout(within), self._new:
+            while True:
+                for frame in self.frames:
+                    if predicate(frame):
+                        return frame
+                if self._reader.done():
+                    raise AssertionError(f"socket closed ({self.close_code}) before the frame")
+                await self._new.wait()
+
+    async def wait_type(self, kind: str, within: float = WAIT, **fields: Any) -> dict[str, Any]:
+        return await self.wait_for(
+            lambda f: f["type"] == kind and all(f.get(k) == v for k, v in fields.items()), within
+        )
+
+    async def wait_closed(self, within: float = WAIT) -> int | None:
+        async with asyncio.timeout(within):
+            await asyncio.shield(self._reader)
+        return self.close_code
+
+
+async def fetch_messages(http: httpx.AsyncClient, thread_id: Any, headers: dict[str, str]) -> dict:
+    """GET …/messages?after_seq, every page: {id: message} and the last seq."""
+    after, items, last_seq = 0, {}, 0
+    while True:
+        response = await http.get(
+            f"/api/threads/{thread_id}/messages", params={"after_seq": after}, headers=headers
+        )
+        assert response.status_code == 200, response.text
+        page = response.json()
+        for item in page["items"]:
+            items[item["id"]] = item
+            after = max(after, item["seq"])
+        last_seq = page["last_seq"]
+        if not page["has_more"]:
+            return {"messages": items, "last_seq": last_seq}
+
+
+# -- writes through the one writer, in short committed sessions ---------------------
+async def write_create(
+    factory: async_sessionmaker[AsyncSession], thread_id: UUID, **fields: Any
+) -> ThreadMessage:
+    async with factory() as session:
+        message = await writer.create_message(session, thread_id, **fields)
+        await session.commit()
+        return message
+
+
+async def write_update(
+    factory: async_sessionmaker[AsyncSession], message_id: UUID, **changes: Any
+) -> ThreadMessage:
+    async with factory() as session:
+        message = await session.get(ThreadMessage, message_id)
+        assert message is not None
+        await writer.update_message(session, message, **changes)
+        await session.commit()
+        return message
