@@ -51,7 +51,10 @@ class MessageController(Controller):
         thread_id: UUID,
         db_session: AsyncSession,
         current_user: User,
-        after_seq: Annotated[int | None, Parameter(ge=0, le=2**53)] = None,
+        # Litestar drops a falsy `ge=0` from the spec of an optional int: restate it.
+        after_seq: Annotated[
+            int | None, Parameter(ge=0, le=2**53, schema_extra={"minimum": 0})
+        ] = None,
         before_position: Position | None = None,
         limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
     ) -> MessagePage:

@@ -22,7 +22,9 @@ async def test_create_get_list_and_patch_agent(client: AsyncClient, alice: ApiUs
     fetched = await client.get(f"/api/agents/{agent['id']}", headers=alice.headers)
     assert fetched.status_code == 200 and fetched.json() == agent
 
-    names = [a["name"] for a in (await client.get("/api/agents", headers=alice.headers)).json()["items"]]
+    names = [
+        a["name"] for a in (await client.get("/api/agents", headers=alice.headers)).json()["items"]
+    ]
     assert set(names) == {"Helper", alice.agent.name}
 
     patched = await client.patch(
@@ -33,7 +35,12 @@ async def test_create_get_list_and_patch_agent(client: AsyncClient, alice: ApiUs
     assert patched.status_code == 200, patched.text
     body = patched.json()
     assert body["system_prompt"] == "Be brief." and body["name"] == "Helper"
-    assert body["enabled_tools"] is None and body["tools"] == ["tasks", "web", "memory", "self_authoring"]
+    assert body["enabled_tools"] is None and body["tools"] == [
+        "tasks",
+        "web",
+        "memory",
+        "self_authoring",
+    ]
 
 
 async def test_agent_name_is_unique_per_owner(
@@ -47,7 +54,9 @@ async def test_agent_name_is_unique_per_owner(
     other = await client.post("/api/agents", json={"name": alice.agent.name}, headers=bob.headers)
     assert other.status_code == 201
 
-    second = (await client.post("/api/agents", json={"name": "Second"}, headers=alice.headers)).json()
+    second = (
+        await client.post("/api/agents", json={"name": "Second"}, headers=alice.headers)
+    ).json()
     rename = await client.patch(
         f"/api/agents/{second['id']}", json={"name": alice.agent.name}, headers=alice.headers
     )

@@ -10,9 +10,7 @@ from tests.api.support import assert_problem, create_thread, post_message
 from tests.conftest import ApiUser
 
 
-async def test_post_message_stores_it_and_queues_a_run(
-    client: AsyncClient, alice: ApiUser
-) -> None:
+async def test_post_message_stores_it_and_queues_a_run(client: AsyncClient, alice: ApiUser) -> None:
     thread = await create_thread(client, alice)
     response = await post_message(
         client, alice, thread["id"], "Buy milk", client_message_id="c-1", tools=["tasks"]
@@ -80,7 +78,9 @@ async def test_list_latest_history_and_sync(
     nothing = (await client.get(url, params={"after_seq": 6}, headers=alice.headers)).json()
     assert nothing == {"items": [], "last_seq": 6, "has_more": False}
 
-    paged = (await client.get(url, params={"after_seq": 0, "limit": 2}, headers=alice.headers)).json()
+    paged = (
+        await client.get(url, params={"after_seq": 0, "limit": 2}, headers=alice.headers)
+    ).json()
     assert [m["seq"] for m in paged["items"]] == [2, 3] and paged["has_more"] is True
 
 
@@ -101,11 +101,13 @@ async def test_tool_activity_round_trips(
     }
     await create_message(db, thread_id, role="tool", tool_activity=activity, tool_call_id="call_1")
     await db.commit()
-    items = (
-        await client.get(f"/api/threads/{thread_id}/messages", headers=alice.headers)
-    ).json()["items"]
+    items = (await client.get(f"/api/threads/{thread_id}/messages", headers=alice.headers)).json()[
+        "items"
+    ]
     got = items[0]["tool_activity"]
-    assert got["id"] == "call_1" and got["status"] == "success" and got["input"]["title"] == "Buy milk"
+    assert (
+        got["id"] == "call_1" and got["status"] == "success" and got["input"]["title"] == "Buy milk"
+    )
     assert got["error"] is None and got["started_at"].startswith("2026-01-01T00:00:00")
 
 

@@ -66,7 +66,9 @@ async def test_list_tasks_filters_and_paginates(
     assert [t["id"] for t in everything["items"]] == newest_first
     assert everything["next_cursor"] is None
 
-    active = (await client.get("/api/tasks", params={"status": "active"}, headers=alice.headers)).json()
+    active = (
+        await client.get("/api/tasks", params={"status": "active"}, headers=alice.headers)
+    ).json()
     assert [t["id"] for t in active["items"]] == [i for i in newest_first if i != str(tasks[1].id)]
 
     page = (await client.get("/api/tasks", params={"limit": 3}, headers=alice.headers)).json()
@@ -78,8 +80,12 @@ async def test_list_tasks_filters_and_paginates(
     ).json()
     assert [t["id"] for t in rest["items"]] == newest_first[3:] and rest["next_cursor"] is None
 
-    assert_problem(await client.get("/api/tasks", params={"status": "nope"}, headers=alice.headers), 400)
-    assert_problem(await client.get("/api/tasks", params={"limit": 1000}, headers=alice.headers), 400)
+    assert_problem(
+        await client.get("/api/tasks", params={"status": "nope"}, headers=alice.headers), 400
+    )
+    assert_problem(
+        await client.get("/api/tasks", params={"limit": 1000}, headers=alice.headers), 400
+    )
 
 
 async def test_complete_and_reopen_a_task(

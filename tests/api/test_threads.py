@@ -6,7 +6,9 @@ from tests.api.support import assert_problem, create_thread, post_message
 from tests.conftest import ApiUser
 
 
-async def _list_ids(client: AsyncClient, user: ApiUser, **params: object) -> tuple[list[str], str | None]:
+async def _list_ids(
+    client: AsyncClient, user: ApiUser, **params: object
+) -> tuple[list[str], str | None]:
     response = await client.get("/api/threads", params=params, headers=user.headers)
     assert response.status_code == 200, response.text
     body = response.json()

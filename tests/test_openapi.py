@@ -1,0 +1,123 @@
+"""The OpenAPI document: committed, complete, and good enough to generate clients from."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from app.openapi_export import OPENAPI_FILE, generate_openapi
+
+HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
+
+# Snapshot of the component names: renaming a schema renames a class in every generated
+# client, so a change here must be deliberate. Other modules' schemas are listed too;
+# update this set (and regenerate openapi.json) when you add one.
+FOUNDATION_COMPONENTS = {
+    "AgentCreate",
+    "AgentList",
+    "AgentRead",
+    "AgentUpdate",
+    "FieldError",
+    "Health",
+    "MessageCreate",
+    "MessagePage",
+    "MessagePosted",
+    "ProblemDetail",
+    "RunRead",
+    "TaskPage",
+    "TaskRead",
+    "TaskUpdate",
+    "ThreadCreate",
+    "ThreadMessageRead",
+    "ThreadPage",
+    "ThreadRead",
+    "ThreadUpdate",
+    "TokenCreate",
+    "TokenRead",
+    "ToolActivity",
+    "ToolCallRequest",
+    "UserRead",
+}
+
+
+@pytest.fixture(scope="module")
+def document() -> dict[str, Any]:
+    return generate_openapi()
+
+
+def _operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (method, path, operation)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if method in HTTP_METHODS
+    ]
+
+
+def test_committed_file_matches_the_app(document: dict[str, Any]) -> None:
+    committed = json.loads(OPENAPI_FILE.read_text())
+    assert committed == document, (
+        "openapi/openapi.json is stale: run `uv run python -m app.openapi_export`"
+    )
+
+
+def test_every_operation_has_a_unique_operation_id(document: dict[str, Any]) -> None:
+    ids = [op.get("operationId") for _, _, op in _operations(document)]
+    assert all(ids), [(m, p) for m, p, op in _operations(document) if not op.get("operationId")]
+    assert len(ids) == len(set(ids))
+
+
+def test_component_names_are_stable_and_readable(document: dict[str, Any]) -> None:
+    names = set(document["components"]["schemas"])
+    missing = FOUNDATION_COMPONENTS - names
+    assert not missing, f"schemas renamed or removed: {sorted(missing)}"
+    # Readable: plain identifiers, no module paths or generic parameters leaking in.
+    ugly = [n for n in names if not n.isidentifier() or "_" in n]
+    assert not ugly, ugly
+
+
+def test_errors_are_documented_as_problem_details(document: dict[str, Any]) -> None:
+    for method, path, operation in _operations(document):
+        responses = operation["responses"]
+        errors = {code: r for code, r in responses.items() if code.startswith(("4", "5"))}
+        if path != "/api/health":
+            assert "400" in errors, (method, path)
+        for code, response in errors.items():
+            content = response.get("content", {})
+            assert list(content) == ["application/problem+json"], (method, path, code)
+            schema = content["application/problem+json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/ProblemDetail"}, (method, path, code)
+
+
+def test_protected_operations_declare_bearer_auth(document: dict[str, Any]) -> None:
+    public = {("get", "/api/health"), ("post", "/api/auth/token")}
+    for method, path, operation in _operations(document):
+        if (method, path) in public:
+            continue
+        assert operation.get("security") == [{"BearerToken": []}], (method, path)
+        assert "401" in operation["responses"], (method, path)
+
+
+def test_integers_are_bounded(document: dict[str, Any]) -> None:
+    """An unbounded integer can overflow the database (a 500); every input int is bounded."""
+
+    def walk(node: Any, where: str, bounded: bool = False) -> None:
+        # A bound on a `oneOf: [integer, null]` parent applies to its integer branch.
+        if isinstance(node, dict):
+            bounded = bounded or "maximum" in node
+            if node.get("type") == "integer":
+                assert bounded or "enum" in node, where
+            for key, value in node.items():
+                walk(value, f"{where}/{key}", bounded and key in ("oneOf", "anyOf"))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{where}/{i}", bounded)
+
+    for method, path, operation in _operations(document):
+        for parameter in operation.get("parameters", []):
+            walk(parameter.get("schema"), f"{method} {path} {parameter['name']}")
+    for name, schema in document["components"]["schemas"].items():
+        if name.endswith(("Create", "Update", "Request", "Decision")):
+            walk(schema, name)
