@@ -12,10 +12,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Memory
 
 MAX_QUERY_TERMS = 12
-# Must match the expression of ix_memories_search (migration 0002_memory_search).
-_PG_DOCUMENT = func.to_tsvector(
-    literal_column("'english'::regconfig"),
-    func.coalesce(Memory.key, "") + " " + Memory.content,
+# Must match app.db.models.memory.SEARCH_DOCUMENT, the expression of ix_memories_search.
+# Literal SQL (no bound parameters) so the planner can match the index expression.
+_PG_DOCUMENT = literal_column(
+    "to_tsvector('english'::regconfig, "
+    "(COALESCE(memories.key, ''::character varying)::text || ' '::text) || memories.content)"
 )
 _FTS = table("memories_fts", column("memory_id"), column("memories_fts"))
 
