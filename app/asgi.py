@@ -16,6 +16,7 @@ from app.agents.controllers import AgentController
 from app.cli.plugin import CLIPlugin
 from app.db.config import build_sqlalchemy_config
 from app.lib.health import health
+from app.lib.openapi import StrictStructSchemaPlugin
 from app.lib.problems import problem_details_plugin
 from app.realtime.channels import RealtimeChannels
 from app.realtime.socket import realtime_socket
@@ -73,6 +74,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             SQLAlchemyPlugin(config=db_config),
             problem_details_plugin(),
             CLIPlugin(),
+            StrictStructSchemaPlugin(),
             RealtimeChannels(settings, db_config),
         ],
         dependencies={
