@@ -18,6 +18,7 @@ from app.db.config import build_sqlalchemy_config
 from app.lib.health import health
 from app.lib.openapi import StrictStructSchemaPlugin
 from app.lib.problems import problem_details_plugin
+from app.orchestrator.plugin import OrchestratorPlugin
 from app.realtime.channels import RealtimeChannels
 from app.realtime.socket import realtime_socket
 from app.settings import Settings, get_settings
@@ -76,6 +77,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             CLIPlugin(),
             StrictStructSchemaPlugin(),
             RealtimeChannels(settings, db_config),
+            OrchestratorPlugin(settings, db_config),  # last: its lifespan exits first
         ],
         dependencies={
             "settings": Provide(provide_settings, sync_to_thread=False),

@@ -47,6 +47,15 @@ class Settings:
     run_lease_seconds: float = 30.0
     approval_ttl_seconds: float = 600.0
     runner_enabled: bool = True
+    # Orchestrator: how often the runner polls (queue, leases, cancels) when not woken,
+    # how many runs one process executes at once, and the model door's limits.
+    runner_poll_seconds: float = 0.5
+    runner_max_concurrent_runs: int = 16
+    llm_timeout_seconds: float = 60.0
+    llm_max_retries: int = 2
+    llm_retry_base_seconds: float = 0.5
+    llm_context_tokens: int = 32_000  # for models litellm does not know
+    delegation_timeout_seconds: float = 120.0
     # Realtime (/api/ws): channel names are prefixed so deployments/tests sharing a Redis
     # stay apart; the limits protect one process from one client.
     channels_prefix: str = "tc:"
@@ -77,6 +86,11 @@ class Settings:
             ws_idle_timeout_seconds=_env_float("WS_IDLE_TIMEOUT", defaults.ws_idle_timeout_seconds),
             run_lease_seconds=_env_float("RUN_LEASE_SECONDS", defaults.run_lease_seconds),
             runner_enabled=os.environ.get("RUNNER_ENABLED", "1") != "0",
+            runner_poll_seconds=_env_float("RUNNER_POLL_SECONDS", defaults.runner_poll_seconds),
+            approval_ttl_seconds=_env_float("APPROVAL_TTL_SECONDS", defaults.approval_ttl_seconds),
+            llm_timeout_seconds=_env_float("LLM_TIMEOUT_SECONDS", defaults.llm_timeout_seconds),
+            llm_max_retries=_env_int("LLM_MAX_RETRIES", defaults.llm_max_retries),
+            llm_retry_base_seconds=_env_float("LLM_RETRY_BASE_SECONDS", defaults.llm_retry_base_seconds),
             channels_prefix=os.environ.get("CHANNELS_PREFIX") or defaults.channels_prefix,
             ws_send_queue_size=_env_int("WS_SEND_QUEUE_SIZE", defaults.ws_send_queue_size),
             ws_max_subscriptions=_env_int("WS_MAX_SUBSCRIPTIONS", defaults.ws_max_subscriptions),

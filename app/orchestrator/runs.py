@@ -1,19 +1,28 @@
-"""The run queue as seen by the API: create, read, cancel (the runner executes them)."""
+"""The run queue: create, read, cancel (the API) and claim, lease, finish, reap (the runner).
+
+A run is the unit of work: queued -> running (under a lease the runner renews) ->
+completed | failed | cancelled. Every status change is published after commit.
+"""
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import select
+from sqlalchemy import and_, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
-from app.db.models import Run, RunStatus, Thread
+from app.db.models import Run, RunStatus, Thread, ThreadMessage
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
+from app.orchestrator.notify import notify_after_commit
 from app.realtime.events import RunFrame
 from app.realtime.publisher import queue_frame
 from app.threads.serializers import run_read
+from app.threads.writer import update_message
 
 
 def publish_run(session: AsyncSession, run: Run) -> None:
@@ -40,6 +49,7 @@ async def queue_run(
     session.add(run)
     await session.flush()
     publish_run(session, run)
+    notify_after_commit(session, "queued", run.id)
     return run
 
 
@@ -58,5 +68,159 @@ async def request_cancel(session: AsyncSession, run: Run) -> Run:
         publish_run(session, run)
     elif run.status == RunStatus.RUNNING.value:
         run.cancel_requested = True
+        notify_after_commit(session, "cancel", run.id)
     await session.flush()
     return run
+
+
+# -- the runner's side ------------------------------------------------------------------
+OPEN_TOOL_STATUSES = ("in_progress", "awaiting_approval")
+INTERRUPTED = "interrupted"
+
+
+def _claimable():
+    """Queued runs that are first in their thread's line, with nothing running there."""
+    other = aliased(Run)
+    ahead = exists().where(
+        other.thread_id == Run.thread_id,
+        or_(
+            other.status == RunStatus.RUNNING.value,
+            and_(
+                other.status == RunStatus.QUEUED.value,
+                or_(
+                    other.created_at < Run.created_at,
+                    and_(other.created_at == Run.created_at, other.id < Run.id),
+                ),
+            ),
+        ),
+    )
+    return (
+        select(Run.id)
+        .where(Run.status == RunStatus.QUEUED.value, ~ahead)
+        .order_by(Run.created_at, Run.id)
+        .limit(1)
+    )
+
+
+async def claim_next_run(
+    session: AsyncSession, owner: str, lease_seconds: float, *, postgres: bool
+) -> Run | None:
+    """Atomically move the next eligible run to running under our lease (or None).
+
+    One UPDATE … WHERE status='queued' … RETURNING: on SQLite it holds the write lock; on
+    PostgreSQL the candidate is picked FOR UPDATE SKIP LOCKED, so concurrent runners never
+    claim one run twice, and a thread's later run is never eligible while an earlier one
+    is queued or running.
+    """
+    candidate = _claimable()
+    if postgres:
+        candidate = candidate.with_for_update(skip_locked=True)
+    now = utcnow()
+    run = await session.scalar(
+        update(Run)
+        .where(Run.id == candidate.scalar_subquery(), Run.status == RunStatus.QUEUED.value)
+        .values(
+            status=RunStatus.RUNNING.value,
+            lease_owner=owner,
+            lease_expires_at=now + timedelta(seconds=lease_seconds),
+            started_at=now,
+        )
+        .returning(Run)
+        .execution_options(synchronize_session=False, populate_existing=True)
+    )
+    if run is not None:
+        publish_run(session, run)
+    return run
+
+
+async def renew_leases(
+    session: AsyncSession, owner: str, run_ids: list[UUID], lease_seconds: float
+) -> dict[UUID, bool]:
+    """Extend our leases; answers {run_id: cancel_requested} for the runs still ours."""
+    if not run_ids:
+        return {}
+    rows = await session.execute(
+        update(Run)
+        .where(Run.id.in_(run_ids), Run.lease_owner == owner, Run.status == RunStatus.RUNNING.value)
+        .values(lease_expires_at=utcnow() + timedelta(seconds=lease_seconds))
+        .returning(Run.id, Run.cancel_requested)
+        .execution_options(synchronize_session=False)
+    )
+    return {row[0]: bool(row[1]) for row in rows}
+
+
+def failure_content(error: str, error_type: str) -> str:
+    """What the model reads for a call that ended without a tool result."""
+    return json.dumps({"ok": False, "error": error, "error_type": error_type})
+
+
+async def close_open_activities(
+    session: AsyncSession, run_id: UUID, *, error_type: str, error: str
+) -> int:
+    """End every in_progress / awaiting_approval tool activity of a run as failure."""
+    messages = await session.scalars(
+        select(ThreadMessage)
+        .where(ThreadMessage.run_id == run_id, ThreadMessage.role == "tool")
+        .order_by(ThreadMessage.position)
+        .execution_options(populate_existing=True)
+    )
+    closed = 0
+    now = utcnow().isoformat()
+    for message in messages:
+        activity = message.tool_activity or {}
+        if activity.get("status") not in OPEN_TOOL_STATUSES:
+            continue
+        activity = {
+            **activity,
+            "status": "failure",
+            "error": error,
+            "error_type": error_type,
+            "finished_at": now,
+            "expires_at": None,
+        }
+        await update_message(
+            session, message, tool_activity=activity, content=failure_content(error, error_type)
+        )
+        closed += 1
+    return closed
+
+
+async def finish_run(
+    session: AsyncSession, run_id: UUID, owner: str, status: RunStatus, error: str | None = None
+) -> Run | None:
+    """End a run we hold; None if the lease was lost (another process reaped it)."""
+    run = await session.scalar(
+        update(Run)
+        .where(Run.id == run_id, Run.lease_owner == owner, Run.status == RunStatus.RUNNING.value)
+        .values(status=status.value, error=error, finished_at=utcnow(), lease_expires_at=None)
+        .returning(Run)
+        .execution_options(synchronize_session=False, populate_existing=True)
+    )
+    if run is not None:
+        publish_run(session, run)
+    return run
+
+
+async def reap_expired_runs(session: AsyncSession) -> list[Run]:
+    """Fail runs whose lease expired (their runner died) and close their open activities.
+
+    The UPDATE … RETURNING claims each run for exactly one reaper.
+    """
+    runs = list(
+        await session.scalars(
+            update(Run)
+            .where(Run.status == RunStatus.RUNNING.value, Run.lease_expires_at < utcnow())
+            .values(
+                status=RunStatus.FAILED.value,
+                error="Interrupted: the process running this run stopped.",
+                finished_at=utcnow(),
+                lease_expires_at=None,
+            )
+            .returning(Run)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+    )
+    for run in runs:
+        await close_open_activities(session, run.id, error_type="system_error", error=INTERRUPTED)
+        publish_run(session, run)
+    return runs

@@ -10,12 +10,14 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from uuid_utils.compat import uuid7
 
-from app.db.models import Run, Thread, ThreadMessage
+from app.db.models import Agent, Run, Thread, ThreadMessage
+from app.db.models.run import ACTIVE_RUN_STATUSES
 from app.lib.problems import ProblemException
 from app.orchestrator.runs import queue_run
 from app.threads.schemas import MessageCreate, MessagePage
 from app.threads.serializers import message_read
 from app.threads.writer import create_message, lock_thread
+from app.tools.toolsets import get_agent_type
 
 
 async def list_messages(
@@ -83,6 +85,24 @@ def run_options(data: MessageCreate) -> dict[str, Any] | None:
     return options or None
 
 
+async def _refuse_if_busy(session: AsyncSession, thread: Thread) -> None:
+    """Double texting: an agent type may refuse a message while a run is active (409)."""
+    agent_type = await session.scalar(select(Agent.agent_type).where(Agent.id == thread.agent_id))
+    config = get_agent_type(agent_type) if agent_type else None
+    if config is None or config.double_texting != "reject":
+        return
+    active = await session.scalar(
+        select(Run.id)
+        .where(Run.thread_id == thread.id, Run.status.in_(ACTIVE_RUN_STATUSES))
+        .order_by(Run.created_at, Run.id)
+        .limit(1)
+    )
+    if active is not None:
+        raise ProblemException(
+            409, "The agent is still working on the previous message.", active_run_id=str(active)
+        )
+
+
 async def post_user_message(
     session: AsyncSession, thread: Thread, data: MessageCreate
 ) -> tuple[ThreadMessage, Run, bool]:
@@ -96,6 +116,7 @@ async def post_user_message(
         duplicate = await _find_duplicate(session, thread, data.client_message_id)
         if duplicate is not None:
             return duplicate[0], duplicate[1], False
+    await _refuse_if_busy(session, thread)
     run_id = uuid7()
     message = await create_message(
         session,

@@ -1,0 +1,121 @@
+"""What one run carries while it executes: dependencies, the agent's loop spec, counters."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from uuid import UUID
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.db.models import Agent, Run, User
+from app.orchestrator.llm import ModelTarget, is_demo_model
+from app.settings import Settings
+from app.tools.executor import ToolCallCache
+from app.tools.toolsets import AgentTypeConfig
+
+T = TypeVar("T")
+
+
+class ApprovalWaiters:
+    """In-process wake-ups for runs waiting on an approval decision (by message id)."""
+
+    def __init__(self) -> None:
+        self._events: dict[UUID, asyncio.Event] = {}
+
+    def register(self, message_id: UUID) -> asyncio.Event:
+        return self._events.setdefault(message_id, asyncio.Event())
+
+    def release(self, message_id: UUID) -> None:
+        self._events.pop(message_id, None)
+
+    def wake(self, message_id: UUID) -> None:
+        event = self._events.get(message_id)
+        if event is not None:
+            event.set()
+
+
+@dataclass
+class RunnerDeps:
+    settings: Settings
+    session_factory: async_sessionmaker[AsyncSession]
+    http: httpx.AsyncClient
+    owner: str
+    approvals: ApprovalWaiters = field(default_factory=ApprovalWaiters)
+
+    async def write(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+        """One short transaction, committed explicitly (frames publish after commit)."""
+        async with self.session_factory() as session:
+            result = await work(session)
+            await session.commit()
+            return result
+
+    def model_target(self, agent: Agent) -> ModelTarget:
+        settings = self.settings
+        model = agent.model or settings.llm_model
+        local = is_demo_model(model)
+        return ModelTarget(
+            model=model,
+            api_base=None if local else settings.llm_api_base,
+            api_key=None if local else settings.llm_api_key,
+            timeout=settings.llm_timeout_seconds,
+            max_retries=settings.llm_max_retries,
+            retry_base=settings.llm_retry_base_seconds,
+        )
+
+
+@dataclass
+class LoopSpec:
+    """One agent's loop: the run's own agent, or a specialist it delegated to."""
+
+    agent: Agent
+    config: AgentTypeConfig
+    allowed: list[str]  # registry tools this loop may call
+    delegates: dict[str, Agent] = field(default_factory=dict)  # ask_<slug> -> specialist
+    delegated_by: dict[str, Any] | None = None  # marks a specialist's tool activities
+
+    @property
+    def writes_text(self) -> bool:
+        """The run's agent streams assistant messages; a specialist's text is a tool result."""
+        return self.delegated_by is None
+
+
+@dataclass
+class RunState:
+    run: Run
+    user: User
+    options: dict[str, Any]
+    cache: ToolCallCache = field(default_factory=ToolCallCache)
+    tool_state: dict[str, Any] = field(default_factory=dict)
+    calls_made: int = 0
+
+
+def delegate_tool_name(agent_name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "_", agent_name.lower()).strip("_") or "agent"
+    return f"ask_{slug}"[:64]
+
+
+def delegate_definition(name: str, agent: Agent) -> dict[str, Any]:
+    about = (agent.system_prompt or "").strip().replace("\n", " ")[:300]
+    description = f"Ask the specialist agent {agent.name!r} and get its answer."
+    if about:
+        description += f" It is set up as: {about}"
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string", "description": "What to ask, self-contained."}
+                },
+                "required": ["message"],
+                "additionalProperties": False,
+            },
+        },
+    }

@@ -1,0 +1,72 @@
+"""The offline demo model's brain: simple intents become real tool calls.
+
+Served to litellm as the custom provider `demo/…` by app/orchestrator/llm.py, so a demo
+run goes through the same door as a real model (streaming, tool-call assembly, errors).
+Without an API key, `litestar run` on the seeded data still shows live tool cells.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_INTENTS: tuple[tuple[re.Pattern[str], str, str, str], ...] = (
+    # (pattern, tool, action, parameter the captured text goes to)
+    (re.compile(r"\bremind me (?:to|about)\s+(.+)", re.I | re.S), "tasks", "create", "title"),
+    (re.compile(r"\badd (?:a )?task\s*:?\s+(.+)", re.I | re.S), "tasks", "create", "title"),
+    (re.compile(r"\bremember (?:that\s+)?(.+)", re.I | re.S), "memory", "save", "content"),
+    (re.compile(r"\bsearch(?: the web)?(?: for)?\s+(.+)", re.I | re.S), "web", "search", "query"),
+)
+
+
+@dataclass
+class DemoReply:
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {name, arguments (JSON)}
+
+
+def _tool_names(tools: list[dict[str, Any]] | None) -> set[str]:
+    return {t.get("function", {}).get("name", "") for t in tools or ()}
+
+
+def _summarise_tool_results(messages: list[dict[str, Any]]) -> str:
+    results = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        try:
+            body = json.loads(message.get("content") or "{}")
+        except ValueError:
+            body = {}
+        if body.get("ok"):
+            results.append("done")
+        else:
+            results.append(f"that did not work ({body.get('error') or 'unknown error'})")
+    outcome = "; ".join(reversed(results)) or "done"
+    return f"All right: {outcome}."
+
+
+def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> DemoReply:
+    if messages and messages[-1].get("role") == "tool":
+        return DemoReply(text=_summarise_tool_results(messages))
+    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    text = str((last_user or {}).get("content") or "").strip()
+    available = _tool_names(tools)
+    for pattern, tool, action, param in _INTENTS:
+        match = pattern.search(text)
+        if match and tool in available:
+            value = match.group(1).strip().rstrip(".!?")[:200]
+            arguments = json.dumps({"action": action, param: value})
+            return DemoReply(tool_calls=[{"name": tool, "arguments": arguments}])
+    return DemoReply(
+        text=(
+            "I'm the offline demo model. Try “remind me to buy milk”, "
+            "“remember that I like tea” or “search for litestar”."
+        )
+    )
+
+
+def split_text(text: str, size: int = 12) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]

@@ -1,0 +1,102 @@
+"""A thread's messages rebuilt as the model's conversation (OpenAI chat format).
+
+Rows map one to one: user -> user; assistant -> assistant (with its `tool_calls`);
+tool -> tool (`tool_call_id`, `content` = exactly what the model read). Messages are
+grouped by run in the order runs were triggered, so a message posted while a run was
+working (double texting) follows that run's tool results instead of splitting them.
+The result is made valid for strict providers: every tool call gets an answer, and tool
+messages that answer no call of the conversation (a specialist's, interrupted ones) are
+left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import ThreadMessage
+from app.orchestrator.runs import failure_content
+
+DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the tools when they help."
+HISTORY_LIMIT = 400  # rows read; the context window trims further
+
+
+def _ordered(rows: list[ThreadMessage]) -> list[ThreadMessage]:
+    trigger_position: dict[UUID, int] = {
+        row.run_id: row.position for row in rows if row.role == "user" and row.run_id
+    }
+
+    def key(row: ThreadMessage) -> tuple[int, int, int]:
+        anchor = trigger_position.get(row.run_id, row.position) if row.run_id else row.position
+        return anchor, 0 if row.role == "user" else 1, row.position
+
+    return sorted(rows, key=key)
+
+
+def _tool_content(row: ThreadMessage) -> str:
+    if row.content:
+        return row.content
+    activity = row.tool_activity or {}
+    return failure_content(
+        activity.get("error") or "interrupted", activity.get("error_type") or "system_error"
+    )
+
+
+def to_model_messages(rows: list[ThreadMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    pending: dict[str, dict[str, Any] | None] = {}  # call id -> its answer, in call order
+
+    def flush_pending() -> None:
+        for call_id, answer in pending.items():
+            out.append(
+                answer
+                or {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": failure_content("interrupted", "system_error"),
+                }
+            )
+        pending.clear()
+
+    for row in _ordered(rows):
+        if row.role == "tool":
+            if row.tool_call_id in pending and pending[row.tool_call_id] is None:
+                pending[row.tool_call_id] = {
+                    "role": "tool",
+                    "tool_call_id": row.tool_call_id,
+                    "content": _tool_content(row),
+                }
+            continue
+        flush_pending()
+        if row.role == "user":
+            out.append({"role": "user", "content": row.content or ""})
+        elif row.role == "assistant":
+            message: dict[str, Any] = {"role": "assistant", "content": row.content or None}
+            if row.tool_calls:
+                message["tool_calls"] = row.tool_calls
+                pending.update({call["id"]: None for call in row.tool_calls})
+            if message["content"] is None and not row.tool_calls:
+                continue  # an empty row (interrupted before any text)
+            out.append(message)
+    flush_pending()
+    return out
+
+
+async def load_history(
+    session: AsyncSession, thread_id: UUID, system_prompt: str | None
+) -> list[dict[str, Any]]:
+    rows = list(
+        await session.scalars(
+            select(ThreadMessage)
+            .where(ThreadMessage.thread_id == thread_id)
+            .order_by(ThreadMessage.position.desc())
+            .limit(HISTORY_LIMIT)
+        )
+    )
+    messages = to_model_messages(rows)
+    while messages and messages[0]["role"] == "tool":
+        messages.pop(0)  # the read window cut a turn in half
+    return [{"role": "system", "content": system_prompt or DEFAULT_SYSTEM_PROMPT}, *messages]

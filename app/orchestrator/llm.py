@@ -1,0 +1,307 @@
+"""The one door to the model: the only module that imports litellm.
+
+`stream_turn` streams one model turn: text deltas go to a callback as they arrive, tool
+calls whose arguments arrive in pieces are reassembled, provider errors become an
+`LLMError` with a clear message, and transient failures (rate limits honouring
+retry-after, 5xx, connection errors, timeouts) are retried a bounded number of times,
+but only before anything was streamed (a retry would repeat text the user already saw).
+`fit_to_context` trims history to the model's context window with litellm's counter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download at import
+
+import litellm
+from litellm.llms.custom_llm import CustomLLM
+
+from app.orchestrator.demo_model import demo_reply, split_text
+
+logger = logging.getLogger(__name__)
+litellm.suppress_debug_info = True
+logging.getLogger("LiteLLM").setLevel(logging.WARNING)  # no line per call
+litellm.telemetry = False
+
+TextCallback = Callable[[str], Awaitable[None]]
+DEMO_PROVIDER = "demo"
+
+
+@dataclass(frozen=True)
+class ModelTarget:
+    model: str
+    api_base: str | None = None
+    api_key: str | None = None
+    timeout: float = 60.0  # longest silence while waiting for the next chunk
+    max_retries: int = 2
+    retry_base: float = 0.5  # first backoff; doubles per attempt unless retry-after says
+
+
+@dataclass
+class ModelTurn:
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # OpenAI format
+    finish_reason: str | None = None
+
+
+class LLMError(Exception):
+    """A model failure with a message fit for `run.error`."""
+
+    def __init__(self, kind: str, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.retry_after = kind, message, retry_after
+
+    @property
+    def transient(self) -> bool:
+        return self.kind in {"rate_limit", "provider_unavailable", "timeout", "connection"}
+
+
+def _retry_after(exc: Exception) -> float | None:
+    headers = getattr(exc, "litellm_response_headers", None) or {}
+    raw = headers.get("retry-after") if hasattr(headers, "get") else None
+    try:
+        return max(0.0, float(raw)) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def map_error(exc: Exception) -> LLMError:
+    """Provider exceptions (litellm's OpenAI-style classes) to clear run errors."""
+    name = type(exc).__name__
+    detail = str(exc).split(" - ", 1)[-1][:300]
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return LLMError("context_window", f"The conversation is too long for the model: {detail}")
+    if isinstance(exc, litellm.AuthenticationError):
+        return LLMError("auth", "The model provider rejected the API key (authentication failed).")
+    if isinstance(exc, litellm.RateLimitError):
+        return LLMError(
+            "rate_limit",
+            f"The model provider is rate limiting: {detail}",
+            retry_after=_retry_after(exc),
+        )
+    if isinstance(exc, litellm.Timeout | TimeoutError):
+        return LLMError("timeout", "The model did not answer in time.")
+    if isinstance(exc, litellm.APIConnectionError):
+        return LLMError("connection", f"Could not reach the model provider: {detail}")
+    if isinstance(exc, litellm.NotFoundError):
+        return LLMError("model_not_found", f"The model was not found: {detail}")
+    if isinstance(exc, litellm.BadRequestError):
+        return LLMError("bad_request", f"The model provider refused the request: {detail}")
+    status = getattr(exc, "status_code", None)
+    if (isinstance(status, int) and status >= 500) or name in {
+        "InternalServerError",
+        "ServiceUnavailableError",
+    }:
+        return LLMError("provider_unavailable", f"The model provider failed ({status}): {detail}")
+    return LLMError("provider_error", f"The model call failed: {name}: {detail}")
+
+
+class _ToolCallAssembler:
+    """Joins tool-call deltas (by index) into complete OpenAI-format calls."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, dict[str, Any]] = {}
+
+    def add(self, delta: Any) -> None:
+        index = getattr(delta, "index", None) or 0
+        call = self._calls.setdefault(
+            index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+        )
+        if getattr(delta, "id", None):
+            call["id"] = delta.id
+        function = getattr(delta, "function", None)
+        if function is not None:
+            if function.name:
+                call["function"]["name"] += function.name
+            if function.arguments:
+                call["function"]["arguments"] += function.arguments
+
+    def calls(self) -> list[dict[str, Any]]:
+        out = []
+        for index in sorted(self._calls):
+            call = self._calls[index]
+            call["id"] = call["id"] or f"call_{index}_{random.getrandbits(48):x}"
+            out.append(call)
+        return out
+
+
+async def _stream_once(
+    target: ModelTarget,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    on_text: TextCallback,
+    turn: ModelTurn,
+) -> None:
+    params: dict[str, Any] = {"stream": True, "max_retries": 0, "timeout": target.timeout}
+    if target.api_base:
+        params["api_base"] = target.api_base
+    if target.api_key:
+        params["api_key"] = target.api_key
+    if tools:
+        params["tools"] = tools
+    loop = asyncio.get_running_loop()
+    assembler = _ToolCallAssembler()
+    # The idle deadline moves with every chunk: a stalled stream ends as a timeout.
+    async with asyncio.timeout(loop.time() + target.timeout) as deadline:
+        stream = await litellm.acompletion(model=target.model, messages=messages, **params)
+        async for chunk in stream:
+            deadline.reschedule(loop.time() + target.timeout)
+            if not chunk.choices:
+                continue
+            choice = chunk.choices[0]
+            delta = choice.delta
+            if delta is not None and delta.content:
+                turn.text += delta.content
+                await on_text(delta.content)
+            for call_delta in (getattr(delta, "tool_calls", None) or ()) if delta else ():
+                assembler.add(call_delta)
+            if choice.finish_reason:
+                turn.finish_reason = choice.finish_reason
+    turn.tool_calls = assembler.calls()
+
+
+async def stream_turn(
+    target: ModelTarget,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    on_text: TextCallback,
+) -> ModelTurn:
+    """One streamed model turn; raises LLMError (after bounded retries) on failure."""
+    attempt = 0
+    while True:
+        turn = ModelTurn()
+        try:
+            await _stream_once(target, messages, tools, on_text, turn)
+            return turn
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            error = exc if isinstance(exc, LLMError) else map_error(exc)
+            if not error.transient or turn.text or attempt >= target.max_retries:
+                if attempt:
+                    error.message += f" (after {attempt + 1} attempts)"
+                raise error from exc
+            delay = error.retry_after
+            if delay is None:
+                delay = target.retry_base * (2**attempt) * (0.8 + 0.4 * random.random())
+            attempt += 1
+            logger.warning("model call failed (%s), retry %d in %.2fs", error.kind, attempt, delay)
+            await asyncio.sleep(min(delay, 60.0))
+
+
+# -- context window -----------------------------------------------------------------
+def context_window(model: str, fallback: int) -> int:
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:
+        return fallback
+    return int(info.get("max_input_tokens") or info.get("max_tokens") or fallback)
+
+
+def _groups(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """An assistant turn and its tool results are dropped together, never apart."""
+    groups: list[list[dict[str, Any]]] = []
+    for message in messages:
+        if message.get("role") == "tool" and groups:
+            groups[-1].append(message)
+        else:
+            groups.append([message])
+    return groups
+
+
+def fit_to_context(
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    *,
+    window: int,
+    reserve: int = 1024,
+) -> list[dict[str, Any]]:
+    """Drop the oldest turns until the prompt fits; system messages and the last turn stay."""
+    budget = max(256, window - reserve)
+    # Cheap bound first: ~1 token per 3 characters is generous for every tokenizer here.
+    chars = sum(
+        len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in messages
+    )
+    if (chars + len(str(tools or ""))) // 3 < budget:
+        return messages
+    system = [m for m in messages if m.get("role") == "system"]
+    groups = _groups([m for m in messages if m.get("role") != "system"])
+    while len(groups) > 1:
+        kept = system + [m for g in groups for m in g]
+        if litellm.token_counter(model=model, messages=kept, tools=tools) <= budget:
+            return kept
+        groups.pop(0)
+        while len(groups) > 1 and groups[0][0].get("role") != "user":
+            groups.pop(0)  # a conversation restarts at a user message
+    return system + [m for g in groups for m in g]
+
+
+# -- the offline demo provider --------------------------------------------------------
+class DemoLLM(CustomLLM):
+    """`demo/<anything>`: streams text or real tool calls for simple intents."""
+
+    async def astreaming(
+        self, model: str, messages: list, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[Any]:  # type: ignore[override]
+        optional = kwargs.get("optional_params") or {}
+        reply = demo_reply(messages, optional.get("tools"))
+        for piece in split_text(reply.text) if reply.text else ():
+            yield {
+                "text": piece,
+                "tool_use": None,
+                "is_finished": False,
+                "finish_reason": "",
+                "usage": None,
+                "index": 0,
+            }
+        for index, call in enumerate(reply.tool_calls):
+            tool_use = {
+                "id": f"call_demo_{random.getrandbits(40):x}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": call["arguments"]},
+                "index": index,
+            }
+            yield {
+                "text": "",
+                "tool_use": tool_use,
+                "is_finished": False,
+                "finish_reason": "",
+                "usage": None,
+                "index": 0,
+            }
+        finish = "tool_calls" if reply.tool_calls else "stop"
+        yield {
+            "text": "",
+            "tool_use": None,
+            "is_finished": True,
+            "finish_reason": finish,
+            "usage": None,
+            "index": 0,
+        }
+
+
+def register_demo_provider() -> None:
+    if DEMO_PROVIDER not in litellm._custom_providers:
+        litellm.custom_provider_map = [
+            *litellm.custom_provider_map,
+            {"provider": DEMO_PROVIDER, "custom_handler": DemoLLM()},
+        ]
+        litellm._custom_providers.append(DEMO_PROVIDER)
+        from litellm.utils import custom_llm_setup
+
+        custom_llm_setup()
+
+
+register_demo_provider()
+
+
+def is_demo_model(model: str) -> bool:
+    return model.startswith(f"{DEMO_PROVIDER}/")

@@ -1,0 +1,346 @@
+"""The loop of one run: model turn -> tool calls -> model turn … -> the answer.
+
+The run's agent streams its text into an assistant message (created on the first delta,
+deltas published ephemerally, the final text written at the end); its tool calls become
+tool messages. A specialist the agent delegates to runs the same loop with its own
+toolset; its tool activities land in the same thread (marked `input.delegated_by`) and
+its answer is the delegating call's result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Agent, Run, RunStatus, Thread, ThreadMessage, User
+from app.orchestrator import runs
+from app.orchestrator.context import (
+    LoopSpec,
+    RunnerDeps,
+    RunState,
+    delegate_definition,
+    delegate_tool_name,
+)
+from app.orchestrator.history import DEFAULT_SYSTEM_PROMPT, load_history
+from app.orchestrator.llm import LLMError, ModelTurn, context_window, fit_to_context, stream_turn
+from app.orchestrator.tool_calls import PlannedCall, ToolCallRunner, create_tool_messages, plan_call
+from app.realtime.events import DeltaFrame
+from app.realtime.publisher import publish_ephemeral
+from app.threads.writer import create_message, update_message
+from app.tools.base import ToolResult
+from app.tools.registry import get_registry
+from app.tools.toolsets import AgentTypeConfig, effective_tools, get_agent_type
+
+logger = logging.getLogger(__name__)
+Outcome = tuple[str | None, str | None]  # (final text, note when the loop was stopped)
+FALLBACK_TYPE = AgentTypeConfig(name="default", tools=[])
+
+
+async def _ignore_text(_: str) -> None:
+    return None
+
+
+class RunExecution:
+    def __init__(self, deps: RunnerDeps, run: Run) -> None:
+        self.deps, self.run = deps, run
+        self.stop_reason: str | None = None  # "cancelled" | "shutdown"
+        self.assistant: ThreadMessage | None = None  # the message streaming right now
+        self.text = ""
+        self.task: asyncio.Task[None] | None = None
+
+    def stop(self, reason: str) -> None:
+        if self.stop_reason is None and self.task is not None and not self.task.done():
+            self.stop_reason = reason
+            self.task.cancel()
+
+    # -- lifecycle ---------------------------------------------------------------------
+    async def execute(self) -> None:
+        timeout = None
+        try:
+            state, spec, messages = await self._prepare()
+            self._state = state
+            timeout = spec.config.run_timeout_seconds
+            async with asyncio.timeout(timeout):
+                await self._main(state, spec, messages)
+        except asyncio.CancelledError:
+            if (task := asyncio.current_task()) is not None:
+                task.uncancel()
+            if self.stop_reason == "cancelled":
+                await self._end(RunStatus.CANCELLED, None, "cancelled", "Cancelled by the user.")
+            else:
+                await self._end(
+                    RunStatus.FAILED,
+                    "Interrupted: the server shut down.",
+                    "system_error",
+                    runs.INTERRUPTED,
+                )
+        except TimeoutError:
+            await self._end(
+                RunStatus.FAILED,
+                f"The run took longer than {timeout:g} seconds.",
+                "timeout",
+                "The run timed out.",
+            )
+        except LLMError as exc:
+            await self._end(
+                RunStatus.FAILED, exc.message, "system_error", "The run failed: " + exc.message
+            )
+        except Exception:
+            logger.exception("run %s failed", self.run.id)
+            await self._end(
+                RunStatus.FAILED,
+                "Internal error while running the agent.",
+                "system_error",
+                runs.INTERRUPTED,
+            )
+
+    async def _end(
+        self, status: RunStatus, error: str | None, error_type: str, activity_error: str
+    ) -> None:
+        """Keep the text streamed so far, close open activities, end the run: one commit."""
+
+        async def work(session: AsyncSession) -> None:
+            if self.assistant is not None and self.assistant.content != self.text:
+                session.add(self.assistant)
+                await update_message(session, self.assistant, content=self.text)
+            await runs.close_open_activities(
+                session, self.run.id, error_type=error_type, error=activity_error
+            )
+            await runs.finish_run(session, self.run.id, self.deps.owner, status, error)
+
+        try:
+            await self.deps.write(work)
+        except Exception:  # the lease reaper will still end it
+            logger.exception("could not end run %s", self.run.id)
+
+    async def _prepare(self) -> tuple[RunState, LoopSpec, list[dict[str, Any]]]:
+        async with self.deps.session_factory() as session:
+            thread = await session.get(Thread, self.run.thread_id)
+            agent = await session.get(Agent, self.run.agent_id)
+            if thread is None or agent is None:
+                raise LookupError("thread or agent is gone")
+            user = await session.get(User, thread.owner_id)
+            assert user is not None
+            options = self.run.options or {}
+            config = get_agent_type(agent.agent_type) or FALLBACK_TYPE
+            allowed = effective_tools(agent.agent_type, agent.enabled_tools)
+            narrow = options.get("tools")
+            if narrow is not None:
+                allowed = [name for name in allowed if name in narrow]
+            delegates: dict[str, Agent] = {}
+            if config.delegation:
+                specialists = await session.scalars(
+                    select(Agent)
+                    .where(
+                        Agent.owner_id == user.id,
+                        Agent.agent_type == "specialist",
+                        Agent.id != agent.id,
+                    )
+                    .order_by(Agent.name)
+                )
+                for specialist in specialists:
+                    name = delegate_tool_name(specialist.name)
+                    if narrow is None or name in narrow:
+                        delegates.setdefault(name, specialist)
+            history = await load_history(session, thread.id, agent.system_prompt)
+        state = RunState(run=self.run, user=user, options=options)
+        return (
+            state,
+            LoopSpec(agent=agent, config=config, allowed=allowed, delegates=delegates),
+            history,
+        )
+
+    async def _main(self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]) -> None:
+        if state.options.get("tool_calls"):
+            await self._pre_execute(state, spec, messages)
+        text, note = await self._loop(state, spec, messages)
+
+        async def work(session: AsyncSession) -> None:
+            if self.assistant is not None:
+                session.add(self.assistant)
+                await update_message(session, self.assistant, content=text)
+            elif text or note:
+                await create_message(
+                    session,
+                    self.run.thread_id,
+                    role="assistant",
+                    content=text or note,
+                    run_id=self.run.id,
+                )
+            await runs.finish_run(session, self.run.id, self.deps.owner, RunStatus.COMPLETED)
+
+        await self.deps.write(work)
+        self.assistant = None
+
+    # -- the loop ------------------------------------------------------------------------
+    def _tools_for(self, spec: LoopSpec) -> list[dict[str, Any]]:
+        tools = get_registry().function_definitions(spec.allowed)
+        return tools + [delegate_definition(name, agent) for name, agent in spec.delegates.items()]
+
+    async def _loop(
+        self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
+    ) -> Outcome:
+        tools = self._tools_for(spec) or None
+        target = self.deps.model_target(spec.agent)
+        window = context_window(target.model, self.deps.settings.llm_context_tokens)
+        limit, repeats = spec.config.step_limit, 0
+        for _ in range(limit):
+            prompt = fit_to_context(target.model, messages, tools, window=window)
+            turn = await self._model_turn(spec, target, prompt, tools)
+            if not turn.tool_calls:
+                return turn.text, None
+            planned = await self._record_turn(state, spec, turn)
+            messages.append(
+                {"role": "assistant", "content": turn.text or None, "tool_calls": turn.tool_calls}
+            )
+            messages.extend(
+                await ToolCallRunner(self.deps, state, self._delegate).run_all(spec, planned)
+            )
+            if any(p.immediate is not None for p in planned):
+                return (
+                    None,
+                    f"I stopped here: this run used up its budget of {spec.config.tool_call_budget} tool calls.",
+                )
+            repeats = repeats + 1 if all(_is_duplicate(p) for p in planned) else 0
+            if repeats >= 2:
+                return (
+                    None,
+                    "I stopped here: I kept repeating the same tool calls without making progress.",
+                )
+        return (
+            None,
+            f"I stopped here: I reached the limit of {limit} steps for one request before finishing.",
+        )
+
+    async def _model_turn(
+        self, spec: LoopSpec, target: Any, prompt: list[dict[str, Any]], tools: Any
+    ) -> ModelTurn:
+        if not spec.writes_text:
+            return await stream_turn(target, prompt, tools, _ignore_text)
+        self.assistant, self.text = None, ""
+        return await stream_turn(target, prompt, tools, self._on_text)
+
+    async def _on_text(self, delta: str) -> None:
+        self.text += delta
+        if self.assistant is None:
+            self.assistant = await self.deps.write(
+                lambda session: create_message(
+                    session, self.run.thread_id, role="assistant", content=delta, run_id=self.run.id
+                )
+            )
+            return
+        publish_ephemeral(
+            self.run.thread_id,
+            DeltaFrame(thread_id=self.run.thread_id, message_id=self.assistant.id, content=delta),
+        )
+
+    async def _record_turn(
+        self, state: RunState, spec: LoopSpec, turn: ModelTurn
+    ) -> list[PlannedCall]:
+        """The assistant's tool calls and every call's tool message: one commit."""
+        planned = [
+            plan_call(call, spec, state, spec.config.tool_call_budget) for call in turn.tool_calls
+        ]
+
+        async def work(session: AsyncSession) -> None:
+            if spec.writes_text:
+                if self.assistant is not None:
+                    session.add(self.assistant)
+                    await update_message(
+                        session, self.assistant, content=turn.text, tool_calls=turn.tool_calls
+                    )
+                else:
+                    await create_message(
+                        session,
+                        self.run.thread_id,
+                        role="assistant",
+                        content=None,
+                        is_user_facing=False,
+                        tool_calls=turn.tool_calls,
+                        run_id=self.run.id,
+                    )
+            await create_tool_messages(session, self.deps, state, planned)
+
+        await self.deps.write(work)
+        if spec.writes_text:
+            self.assistant, self.text = None, ""
+        return planned
+
+    async def _pre_execute(
+        self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
+    ) -> None:
+        """Request metadata `tool_calls`: run before the model, results in its context."""
+        calls = []
+        for item in state.options["tool_calls"]:
+            name, args = (
+                (item, {})
+                if isinstance(item, str)
+                else (item.get("name", ""), item.get("args") or {})
+            )
+            calls.append(
+                {
+                    "id": f"call_pre_{secrets.token_hex(6)}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+            )
+        turn = ModelTurn(tool_calls=calls)
+        planned = await self._record_turn(state, spec, turn)
+        messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+        messages.extend(
+            await ToolCallRunner(self.deps, state, self._delegate).run_all(spec, planned)
+        )
+
+    async def _delegate(self, planned: PlannedCall, specialist: Agent) -> ToolResult:
+        state = self._state
+        question = (planned.input or {}).get("message")
+        if not isinstance(question, str) or not question.strip():
+            return ToolResult.failure(
+                "Missing required parameter 'message'.",
+                "validation_error",
+                suggestion='Call it as {"message": "your question"}.',
+                required_param="message",
+            )
+        config = get_agent_type(specialist.agent_type) or FALLBACK_TYPE
+        spec = LoopSpec(
+            agent=specialist,
+            config=config,
+            allowed=effective_tools(specialist.agent_type, specialist.enabled_tools),
+            delegated_by={
+                "call_id": planned.id,
+                "agent_id": str(specialist.id),
+                "agent_name": specialist.name,
+            },
+        )
+        history = [
+            {"role": "system", "content": specialist.system_prompt or DEFAULT_SYSTEM_PROMPT},
+            {"role": "user", "content": question},
+        ]
+        timeout = min(config.run_timeout_seconds, self.deps.settings.delegation_timeout_seconds)
+        try:
+            async with asyncio.timeout(timeout):
+                text, note = await self._loop(state, spec, history)
+        except TimeoutError:
+            return ToolResult.failure(
+                f"{specialist.name} did not answer within {timeout:g} seconds.", "timeout"
+            )
+        except LLMError as exc:
+            return ToolResult.failure(
+                f"{specialist.name} could not answer: {exc.message}", "system_error"
+            )
+        return ToolResult.success(
+            {"answer": text or note or "", "agent_name": specialist.name},
+            display_message=f"{specialist.name} answered",
+        )
+
+    _state: RunState
+
+
+def _is_duplicate(planned: PlannedCall) -> bool:
+    return planned.result is not None and planned.result.duplicate

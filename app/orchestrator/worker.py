@@ -1,0 +1,137 @@
+"""The embedded runner: claims queued runs and executes them in this process.
+
+One loop: claim every eligible run (a thread's runs one at a time, in order), renew the
+leases of the runs it holds (learning of cancel requests from other processes on the
+way), and reap runs whose lease expired. It wakes at once when this process queues a
+run or asks a cancel (after commit), and otherwise every `runner_poll_seconds`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from uuid import UUID, uuid4
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.orchestrator import notify, runs
+from app.orchestrator.context import RunnerDeps
+from app.orchestrator.runner import RunExecution
+from app.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class RunWorker:
+    def __init__(
+        self, settings: Settings, session_factory: async_sessionmaker[AsyncSession]
+    ) -> None:
+        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:8]}"
+        self.deps = RunnerDeps(
+            settings=settings,
+            session_factory=session_factory,
+            owner=owner,
+            http=httpx.AsyncClient(timeout=30, follow_redirects=False),
+        )
+        self.settings = settings
+        self.executions: dict[UUID, RunExecution] = {}
+        self._wake = asyncio.Event()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._postgres = not settings.is_sqlite
+        self.finished = asyncio.Condition()  # tests and benchmarks wait on it
+
+    # -- lifecycle -------------------------------------------------------------------
+    async def start(self) -> None:
+        notify.add_listener(self._on_notify)
+        await self._reap()
+        self._loop_task = asyncio.create_task(self._run_loop(), name="run-worker")
+
+    async def stop(self) -> None:
+        self._stopping = True
+        notify.remove_listener(self._on_notify)
+        self._wake.set()
+        if self._loop_task is not None:
+            await self._loop_task
+        for execution in list(self.executions.values()):
+            execution.stop("shutdown")
+        tasks = [e.task for e in self.executions.values() if e.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=10)
+        await self.deps.http.aclose()
+
+    def _on_notify(self, kind: notify.Kind, object_id: UUID) -> None:
+        if kind == "queued":
+            self._wake.set()
+        elif kind == "cancel":
+            if (execution := self.executions.get(object_id)) is not None:
+                execution.stop("cancelled")
+        elif kind == "approval":
+            self.deps.approvals.wake(object_id)
+
+    # -- the loop --------------------------------------------------------------------
+    async def _run_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        poll = self.settings.runner_poll_seconds
+        lease = self.settings.run_lease_seconds
+        next_renew = next_reap = loop.time()
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                await self._claim_all()
+                now = loop.time()
+                if self.executions and now >= next_renew - poll:
+                    await self._renew()
+                    next_renew = now + min(lease / 3, poll * 2)
+                if now >= next_reap:
+                    await self._reap()
+                    next_reap = now + max(lease / 2, poll)
+            except Exception:  # a database hiccup must not kill the runner
+                logger.exception("run worker iteration failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=poll)
+
+    async def _claim_all(self) -> None:
+        while len(self.executions) < self.settings.runner_max_concurrent_runs:
+            run = await self.deps.write(
+                lambda s: runs.claim_next_run(
+                    s, self.deps.owner, self.settings.run_lease_seconds, postgres=self._postgres
+                )
+            )
+            if run is None:
+                return
+            execution = RunExecution(self.deps, run)
+            self.executions[run.id] = execution
+            execution.task = asyncio.create_task(self._execute(execution), name=f"run-{run.id}")
+
+    async def _execute(self, execution: RunExecution) -> None:
+        try:
+            await execution.execute()
+        finally:
+            self.executions.pop(execution.run.id, None)
+            self._wake.set()  # the thread's next run may now be eligible
+            async with self.finished:
+                self.finished.notify_all()
+
+    async def _renew(self) -> None:
+        held = list(self.executions)
+        alive = await self.deps.write(
+            lambda s: runs.renew_leases(s, self.deps.owner, held, self.settings.run_lease_seconds)
+        )
+        for run_id in held:
+            execution = self.executions.get(run_id)
+            if execution is None:
+                continue
+            if run_id not in alive:
+                execution.stop("lost")  # reaped elsewhere: stop working on it
+            elif alive[run_id]:
+                execution.stop("cancelled")
+
+    async def _reap(self) -> None:
+        reaped = await self.deps.write(runs.reap_expired_runs)
+        for run in reaped:
+            logger.warning("run %s: lease expired, marked failed (interrupted)", run.id)

@@ -1,0 +1,57 @@
+"""Turns through the public API: text, tool calls, parallel calls, errors the model fixes."""
+
+from __future__ import annotations
+
+import json
+
+from tests.orchestrator.support import OrchestratorApi
+from tests.support.fake_llm import Call, Text, ToolCalls
+
+
+async def test_text_turn_streams_into_an_assistant_message(api: OrchestratorApi) -> None:
+    api.llm.script(Text("Hello there, how can I help?", pieces=4))
+    thread_id, run = await api.turn("hi")
+    assert run["status"] == "completed", run
+    assert run["started_at"] and run["finished_at"]
+    messages = await api.messages(thread_id)
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[1]["content"] == "Hello there, how can I help?"
+    assert messages[1]["run_id"] == run["id"]
+    deltas = [f for _, f in api.frames.frames if type(f).__name__ == "DeltaFrame"]
+    # the message was created with the first piece; the rest streamed as deltas
+    assert deltas and all(str(d.message_id) == messages[1]["id"] for d in deltas)
+    assert "Hello there, how can I help?".endswith("".join(d.content for d in deltas))
+    request = api.llm.requests[0]
+    assert request["stream"] is True
+    assert request["messages"][-1] == {"role": "user", "content": "hi"}
+    assert request["messages"][0]["role"] == "system"
+
+
+async def test_tool_turn_with_arguments_split_across_chunks(api: OrchestratorApi) -> None:
+    api.llm.script(
+        ToolCalls(Call("tasks", {"action": "create", "title": "Buy milk"}), pieces=5),
+        Text("Added it."),
+    )
+    thread_id, run = await api.turn("remind me to buy milk")
+    assert run["status"] == "completed", run
+    messages = await api.messages(thread_id)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert messages[1]["is_user_facing"] is False
+    activity = messages[2]["tool_activity"]
+    assert activity["status"] == "success"
+    assert activity["input"] == {"action": "create", "title": "Buy milk"}
+    assert activity["data"]["task_title"] == "Buy milk"
+    assert activity["finished_at"]
+    # the cell went through its states: in_progress first, then success
+    states = [
+        f.message.tool_activity.status
+        for _, f in api.frames.frames
+        if type(f).__name__ == "MessageFrame" and f.message.tool_activity is not None
+    ]
+    assert states[0] == "in_progress" and states[-1] == "success"
+    # the model saw its call and the result
+    second = api.llm.requests[1]["messages"]
+    assert second[-2]["tool_calls"][0]["function"]["name"] == "tasks"
+    assert second[-1]["role"] == "tool" and json.loads(second[-1]["content"])["ok"] is True
+    tasks = (await api.client.get("/api/tasks", headers=api.headers)).json()
+    assert [t["title"] for t in tasks["items"]] == ["Buy milk"]
