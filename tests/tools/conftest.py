@@ -97,3 +97,23 @@ async def make_harness(
 @pytest.fixture
 async def harness(make_harness: MakeHarness, alice: ApiUser) -> ToolHarness:
     return await make_harness(alice)
+
+
+@pytest.fixture
+def use_tools(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """Swap the process registry for one holding these tool instances (builtins otherwise)."""
+    import app.tools.executor as executor
+    from app.tools import registry as registry_module
+
+    def install(*tools: Any) -> None:
+        by_name = {tool.name: tool for tool in tools}
+        builtins = [by_name.pop(t.name, t) for t in registry_module.builtin_tools()]
+        reg = registry_module.ToolRegistry([*builtins, *by_name.values()])
+        monkeypatch.setattr(registry_module, "get_registry", lambda: reg)
+        monkeypatch.setattr(executor, "get_registry", lambda: reg)
+
+    return install
+
+
+# The web tool fixtures (stub resolver, canaries, test CA), shared by the web tests.
+from tests.tools.web_support import start_server, test_ca, web  # noqa: E402, F401

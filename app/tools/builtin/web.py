@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+import ssl
 from typing import Annotated, Any
 
 import httpx
 import msgspec
 
 from app.tools.base import Tool, ToolContext, ToolResult
+from app.tools.builtin.web_fetch import fetch_page
+from app.tools.net.fetch import FetchPolicy, SafeFetcher
+from app.tools.net.resolver import Resolver
+from app.tools.net.ssrf import normalize_host
 
 RESULT_LIMIT = 10
 MAX_SEARCHES_PER_RUN = 10
@@ -67,10 +73,22 @@ class WebTool(Tool):
                                       "system_error", query=params.query)  # fmt: skip
         return _search_results(params.query, response.content)
 
-    async def fetch_action(self, ctx: ToolContext, params: FetchParams) -> ToolResult:
-        from app.tools.builtin.web_fetch import fetch_page
+    def __init__(
+        self,
+        resolver: Resolver | None = None,
+        policy: FetchPolicy | None = None,
+        verify: ssl.SSLContext | bool = True,
+    ) -> None:
+        # Injected in tests (a stub resolver, other limits, a test CA); defaults in production.
+        self.resolver = resolver
+        self.policy = policy or FetchPolicy()
+        self.verify = verify
 
-        return await fetch_page(ctx, params.url)
+    async def fetch_action(self, ctx: ToolContext, params: FetchParams) -> ToolResult:
+        allow = frozenset(normalize_host(h) for h in ctx.settings.web_fetch_allow_hosts)
+        policy = dataclasses.replace(self.policy, allow_hosts=self.policy.allow_hosts | allow)
+        fetcher = SafeFetcher(policy, resolver=self.resolver, verify=self.verify)
+        return await fetch_page(ctx, fetcher, params.url)
 
 
 def _search_endpoint(base: str) -> str:

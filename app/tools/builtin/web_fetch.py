@@ -1,9 +1,72 @@
-"""Placeholder until the SSRF-safe fetcher lands: refuses every fetch."""
+"""web.fetch: an SSRF-safe GET whose page comes back as readable text."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from app.lib.time import utcnow
 from app.tools.base import ToolContext, ToolResult
+from app.tools.net.fetch import FetchBlocked, FetchFailed, RawPage, SafeFetcher
+from app.tools.net.readable import decode, html_title, html_to_text, is_html, is_text
+
+MAX_CONTENT_CHARS = 40_000
 
 
-async def fetch_page(ctx: ToolContext, url: str) -> ToolResult:
-    return ToolResult.failure("Fetching pages is not available yet.", "security_error")
+async def fetch_page(ctx: ToolContext, fetcher: SafeFetcher, url: str) -> ToolResult:
+    await ctx.progress(display_message="Fetching page…", data={"url": url})
+    try:
+        page = await fetcher.fetch(url)
+    except FetchBlocked as exc:
+        return ToolResult.failure(
+            str(exc),
+            "security_error",
+            suggestion="Only public http(s) pages can be fetched.",
+            url=url,
+        )
+    except FetchFailed as exc:
+        return ToolResult.failure(str(exc), "user_error", url=url)
+    except ValueError as exc:
+        return ToolResult.failure(
+            str(exc),
+            "validation_error",
+            suggestion="Give a full URL like https://example.com/page.",
+            url=url,
+        )
+    if not is_text(page.content_type):
+        return ToolResult.failure(
+            f"Not a text page ({page.content_type.split(';')[0]}).",
+            "user_error",
+            suggestion="Fetch an HTML or text page instead.",
+            url=page.url,
+        )
+    return ToolResult.success(page_data(url, page), display_message=_display(page))
+
+
+def page_data(requested: str, page: RawPage) -> dict[str, Any]:
+    text = decode(page.body, page.encoding)
+    title = None
+    if is_html(page.content_type, text):
+        title = html_title(text)
+        text = html_to_text(text)
+    truncated = page.truncated or len(text) > MAX_CONTENT_CHARS
+    return {
+        "type": "fetched_page",
+        "url": page.url,
+        "requested_url": requested,
+        "redirects": page.redirects,
+        "status": page.status,
+        "title": title,
+        "content": text[:MAX_CONTENT_CHARS],
+        "truncated": truncated,
+        "fetched_at": utcnow().isoformat(),
+    }
+
+
+def _display(page: RawPage) -> str:
+    return f"Read {httpx_host(page.url)}"
+
+
+def httpx_host(url: str) -> str:
+    import httpx
+
+    return httpx.URL(url).host

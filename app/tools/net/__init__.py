@@ -1,0 +1,1 @@
+"""Network safety for tools that reach out (the web tool's fetch)."""

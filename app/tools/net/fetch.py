@@ -1,0 +1,169 @@
+"""Fetch one page safely: vet the URL, resolve once, connect to the vetted address.
+
+The request goes to the checked IP itself (the URL's host is replaced by it) with the
+original Host header and, for https, the original name as SNI and for certificate
+checks. Nothing re-resolves the name later, so DNS rebinding cannot switch the address
+between check and connect. Redirects are followed by hand, each hop vetted the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from dataclasses import dataclass, field
+
+import httpx
+
+from app.tools.net.resolver import Resolver, SystemResolver
+from app.tools.net.ssrf import (
+    DEFAULT_ALLOWED_PORTS,
+    FetchBlocked,
+    IPAddress,
+    Target,
+    check_resolved,
+    check_url,
+)
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+USER_AGENT = "ToolcellsBot/1.0 (+web tool)"
+
+
+class FetchFailed(Exception):
+    """The page could not be fetched for an ordinary reason (-> user_error)."""
+
+
+@dataclass(frozen=True)
+class FetchPolicy:
+    allow_hosts: frozenset[str] = frozenset()
+    allowed_ports: frozenset[int] | None = DEFAULT_ALLOWED_PORTS  # None: any port
+    max_redirects: int = 5
+    max_bytes: int = 2_000_000
+    connect_timeout: float = 5.0
+    read_timeout: float = 10.0
+    total_timeout: float = 20.0
+
+
+@dataclass
+class RawPage:
+    url: str
+    status: int
+    content_type: str
+    body: bytes
+    encoding: str | None
+    truncated: bool
+    redirects: list[str] = field(default_factory=list)
+
+
+class SafeFetcher:
+    def __init__(
+        self,
+        policy: FetchPolicy,
+        resolver: Resolver | None = None,
+        verify: ssl.SSLContext | bool = True,
+    ) -> None:
+        self.policy = policy
+        self.resolver = resolver or SystemResolver()
+        self.verify = verify
+
+    async def fetch(self, raw_url: str) -> RawPage:
+        """Raises FetchBlocked (security), FetchFailed (user) or ValueError (bad URL)."""
+        try:
+            async with asyncio.timeout(self.policy.total_timeout):
+                return await self._follow(raw_url)
+        except TimeoutError:
+            raise FetchFailed(
+                f"The page did not load within {self.policy.total_timeout:g} seconds."
+            ) from None
+
+    async def _follow(self, raw_url: str) -> RawPage:
+        timeout = httpx.Timeout(self.policy.read_timeout, connect=self.policy.connect_timeout)
+        # Own client: no proxies from the environment, no automatic redirects.
+        async with httpx.AsyncClient(
+            trust_env=False, verify=self.verify, timeout=timeout, follow_redirects=False
+        ) as client:
+            redirects: list[str] = []
+            url = raw_url
+            while True:
+                target = check_url(url, self.policy.allow_hosts, self.policy.allowed_ports)
+                address = await self._address(target)
+                page = await self._get(client, target, address)
+                if isinstance(page, RawPage):
+                    page.redirects = redirects
+                    return page
+                if len(redirects) >= self.policy.max_redirects:
+                    raise FetchFailed(
+                        f"Too many redirects (more than {self.policy.max_redirects})."
+                    )
+                url = str(target.url.join(page))
+                redirects.append(url)
+
+    async def _address(self, target: Target) -> IPAddress:
+        if target.literal_ip is not None:
+            return target.literal_ip
+        try:
+            addresses = await self.resolver.resolve(target.host, target.port)
+        except (OSError, UnicodeError):
+            raise FetchFailed(f"Could not resolve {target.host}.") from None
+        try:
+            return check_resolved(target, addresses)
+        except ValueError as exc:
+            raise FetchFailed(str(exc)) from None
+
+    async def _get(
+        self, client: httpx.AsyncClient, target: Target, address: IPAddress
+    ) -> RawPage | str:
+        """The page, or the Location of a redirect."""
+        host_header = target.url.netloc.decode("ascii").rsplit("@", 1)[-1]
+        connect_host = str(address)
+        url = target.url.copy_with(host=connect_host)
+        extensions = {}
+        if target.url.scheme == "https" and target.literal_ip is None:
+            extensions["sni_hostname"] = target.host
+        headers = {
+            "Host": host_header,
+            "User-Agent": USER_AGENT,
+            "Accept": "text/html,text/*;q=0.9,*/*;q=0.5",
+        }
+        try:
+            async with client.stream(
+                "GET", url, headers=headers, extensions=extensions
+            ) as response:
+                if response.status_code in REDIRECT_STATUSES:
+                    location = response.headers.get("location")
+                    if not location:
+                        raise FetchFailed(f"HTTP {response.status_code} without a Location.")
+                    return location
+                if response.status_code >= 400:
+                    raise FetchFailed(f"HTTP {response.status_code} from {target.host}.")
+                body, truncated = await self._read_capped(response)
+                return RawPage(
+                    url=str(target.url),
+                    status=response.status_code,
+                    content_type=response.headers.get("content-type", ""),
+                    body=body,
+                    encoding=response.charset_encoding,
+                    truncated=truncated,
+                )
+        except httpx.TimeoutException:
+            raise FetchFailed(f"{target.host} took too long to answer.") from None
+        except httpx.HTTPError as exc:
+            raise FetchFailed(
+                f"Could not fetch from {target.host} ({type(exc).__name__})."
+            ) from None
+
+    async def _read_capped(self, response: httpx.Response) -> tuple[bytes, bool]:
+        limit = self.policy.max_bytes
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit * 10:
+            raise FetchFailed(f"The page is too large ({int(declared)} bytes).")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= limit:
+                return b"".join(chunks)[:limit], True
+        return b"".join(chunks), False
+
+
+__all__ = ("FetchBlocked", "FetchFailed", "FetchPolicy", "RawPage", "SafeFetcher")
