@@ -58,10 +58,17 @@ def orchestrator_settings(
 
 
 @pytest.fixture(scope="module")
+def settings_overrides() -> dict:
+    """Override in a module to change its app's settings."""
+    return {}
+
+
+@pytest.fixture(scope="module")
 async def orch_app(
-    database_url: str, fake_llm: FakeLLM, agent_types_file: Path
+    database_url: str, fake_llm: FakeLLM, agent_types_file: Path, settings_overrides: dict
 ) -> AsyncIterator[Litestar]:
-    app = create_app(orchestrator_settings(database_url, fake_llm, agent_types_file))
+    settings = orchestrator_settings(database_url, fake_llm, agent_types_file, **settings_overrides)
+    app = create_app(settings)
     async with running_lifespan(app):
         yield app
     load_agent_types(None)  # leave the default agent types to the other modules

@@ -125,7 +125,10 @@ class OrchestratorApi:
         return run
 
     async def wait_activity(
-        self, status: str, name: str | None = None, timeout: float = 10  # noqa: ASYNC109
+        self,
+        status: str,
+        name: str | None = None,
+        timeout: float = 10,  # noqa: ASYNC109
     ) -> dict:
         def match(frame: Frame) -> bool:
             if not isinstance(frame, MessageFrame) or frame.message.tool_activity is None:

@@ -1,0 +1,141 @@
+"""Cancel, double texting, request metadata and delegation, through the public API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+from tests.orchestrator.support import OrchestratorApi
+from tests.support.fake_llm import Call, Text, ToolCalls
+
+
+async def test_cancel_mid_tool_stops_within_two_seconds(api: OrchestratorApi) -> None:
+    api.llm.script(
+        ToolCalls(
+            Call("test_slow", {"action": "wait", "seconds": 60}),
+            Call("test_echo", {"action": "echo", "text": "quick"}),
+            text="Working on it",
+        ),
+        Text("never"),
+    )
+    thread_id = await api.new_thread()
+    run_id = (await api.post(thread_id, "slow please")).json()["run"]["id"]
+    await api.wait_activity("in_progress", "test_slow")
+    started = time.monotonic()
+    cancel = await api.client.post(
+        f"/api/threads/{thread_id}/runs/{run_id}/cancel", headers=api.headers
+    )
+    assert cancel.status_code == 200
+    run = await api.wait_run(thread_id, run_id, timeout=2)
+    assert time.monotonic() - started < 2
+    assert run["status"] == "cancelled"
+    again = await api.client.post(
+        f"/api/threads/{thread_id}/runs/{run_id}/cancel", headers=api.headers
+    )
+    assert again.json()["status"] == "cancelled"  # idempotent
+    messages = await api.messages(thread_id)
+    assert messages[1]["role"] == "assistant" and messages[1]["content"] == "Working on it"
+    slow, echo = [m["tool_activity"] for m in messages if m["role"] == "tool"]
+    assert slow["status"] == "failure" and slow["error_type"] == "cancelled"
+    assert echo["status"] in ("success", "failure")  # it may have finished first
+    assert len(api.llm.requests) == 1
+
+
+async def test_cancel_mid_stream_keeps_the_text_so_far(api: OrchestratorApi) -> None:
+    api.llm.script(Text("The beginning of a long answer", pieces=3, hang_after=True))
+    thread_id = await api.new_thread()
+    run_id = (await api.post(thread_id, "tell me a story")).json()["run"]["id"]
+    await api.frames.wait_for(lambda f: type(f).__name__ == "DeltaFrame")
+    await api.client.post(f"/api/threads/{thread_id}/runs/{run_id}/cancel", headers=api.headers)
+    run = await api.wait_run(thread_id, run_id, timeout=2)
+    assert run["status"] == "cancelled"
+    assistant = (await api.messages(thread_id))[-1]
+    assert assistant["content"] == "The beginning of a long answer"
+
+
+async def test_double_texting_queues_the_next_run_in_order(api: OrchestratorApi) -> None:
+    api.llm.script(
+        ToolCalls(Call("test_slow", {"action": "wait", "seconds": 0.3})),
+        Text("first"),
+        Text("second"),
+    )
+    thread_id = await api.new_thread()
+    first = (await api.post(thread_id, "one")).json()["run"]
+    await api.wait_activity("in_progress", "test_slow")
+    response = await api.post(thread_id, "two")
+    assert response.status_code == 202
+    second = response.json()["run"]
+    assert second["status"] == "queued"
+    done_second = await api.wait_run(thread_id, second["id"])
+    done_first = await api.get_run(thread_id, first["id"])
+    assert done_first["status"] == done_second["status"] == "completed"
+    assert done_first["finished_at"] <= done_second["started_at"]
+    # the second run's model saw the whole first turn before the new message
+    roles = [m["role"] for m in api.llm.requests[2]["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "user"]
+
+
+async def test_double_texting_reject_answers_409_with_the_active_run(api: OrchestratorApi) -> None:
+    agent = await api.add_agent(name="busy", agent_type="tester_reject")
+    api.llm.script(ToolCalls(Call("test_slow", {"action": "wait", "seconds": 0.3})), Text("done"))
+    thread_id = await api.new_thread(agent.id)
+    first = (await api.post(thread_id, "one")).json()["run"]
+    refused = await api.post(thread_id, "two")
+    assert refused.status_code == 409
+    assert refused.headers["content-type"].startswith("application/problem+json")
+    assert refused.json()["active_run_id"] == first["id"]
+    await api.wait_run(thread_id, first["id"])
+    assert (await api.post(thread_id, "three")).status_code == 202
+
+
+async def test_request_metadata_narrows_tools_and_runs_calls_first(api: OrchestratorApi) -> None:
+    api.llm.script(Text("Here is what I found."))
+    thread_id, run = await api.turn(
+        "summarise",
+        tools=["test_echo"],
+        tool_calls=[
+            {"name": "test_echo", "args": {"action": "echo", "text": "pre"}},
+            {"name": "tasks", "args": {"action": "list"}},  # not in the allow-list
+        ],
+    )
+    assert run["status"] == "completed", run
+    tools = await api.tool_messages(thread_id)
+    assert [t["tool_activity"]["status"] for t in tools] == ["success", "failure"]
+    request = api.llm.requests[0]
+    assert [t["function"]["name"] for t in request["tools"]] == ["test_echo"]
+    results = [json.loads(m["content"]) for m in request["messages"] if m["role"] == "tool"]
+    assert results[0] == {"ok": True, "text": "pre"}
+    assert results[1]["error_type"] == "validation_error"
+
+
+async def test_delegation_to_a_specialist(api: OrchestratorApi) -> None:
+    specialist = await api.add_agent(
+        name="Researcher", agent_type="specialist", system_prompt="You research."
+    )
+    api.llm.script(
+        ToolCalls(Call("ask_researcher", {"message": "find x"})),  # the assistant delegates
+        ToolCalls(Call("test_echo", {"action": "echo", "text": "digging"})),  # specialist's tool
+        Text("x is 42"),  # the specialist's answer
+        Text("The researcher says x is 42."),  # the assistant's answer
+    )
+    thread_id, run = await api.turn("what is x?")
+    assert run["status"] == "completed", run
+    ask, dig = [m["tool_activity"] for m in await api.tool_messages(thread_id)]
+    assert ask["name"] == "ask_researcher" and ask["status"] == "success"
+    assert ask["data"]["answer"] == "x is 42"
+    assert dig["name"] == "test_echo" and dig["input"]["delegated_by"]["agent_id"] == str(
+        specialist.id
+    )
+    specialist_request = api.llm.requests[1]
+    assert specialist_request["messages"][0]["content"] == "You research."
+    assert [t["function"]["name"] for t in specialist_request["tools"]] == ["memory", "test_echo"]
+    final_request = api.llm.requests[3]["messages"]
+    assert json.loads(final_request[-1]["content"])["answer"] == "x is 42"
+    assert (await api.messages(thread_id))[-1]["content"] == "The researcher says x is 42."
+
+
+async def test_the_runner_serves_many_threads_at_once(api: OrchestratorApi) -> None:
+    api.llm.respond_with(lambda body: Text("ok"))
+    results = await asyncio.gather(*(api.turn(f"hi {i}") for i in range(4)))
+    assert [run["status"] for _, run in results] == ["completed"] * 4

@@ -1,0 +1,51 @@
+"""The model door: retries (bounded, retry-after honoured), clear run errors, context trim."""
+
+from __future__ import annotations
+
+import time
+
+from app.orchestrator.llm import fit_to_context
+from tests.orchestrator.support import OrchestratorApi
+from tests.support.fake_llm import Error, Text
+
+
+async def test_rate_limit_then_success_honours_retry_after(api: OrchestratorApi) -> None:
+    api.llm.script(Error(429, "slow down", headers={"retry-after": "0.4"}), Text("Finally."))
+    started = time.monotonic()
+    thread_id, run = await api.turn("hi")
+    assert run["status"] == "completed", run
+    assert time.monotonic() - started >= 0.4
+    assert len(api.llm.requests) == 2
+    assert (await api.messages(thread_id))[-1]["content"] == "Finally."
+
+
+async def test_server_errors_exhaust_bounded_retries_and_fail_the_run(api: OrchestratorApi) -> None:
+    api.llm.script(Error(500), Error(500), Error(500), Text("never reached"))
+    thread_id, run = await api.turn("hi")
+    assert run["status"] == "failed"
+    assert "model provider failed (500)" in run["error"] and "after 3 attempts" in run["error"]
+    assert len(api.llm.requests) == 3  # llm_max_retries=2
+
+
+async def test_authentication_error_is_not_retried(api: OrchestratorApi) -> None:
+    api.llm.script(Error(401, "bad key"))
+    _, run = await api.turn("hi")
+    assert run["status"] == "failed"
+    assert "authentication" in run["error"]
+    assert len(api.llm.requests) == 1
+
+
+def test_history_is_trimmed_to_the_context_window() -> None:
+    old = [
+        {"role": "user", "content": "old question " * 200},
+        {"role": "assistant", "content": "old answer " * 200},
+    ]
+    messages = [
+        {"role": "system", "content": "be brief"},
+        *old * 5,
+        {"role": "user", "content": "the question"},
+    ]
+    fitted = fit_to_context("openai/fake-model", messages, None, window=2000, reserve=200)
+    assert fitted[0] == messages[0] and fitted[-1] == messages[-1]
+    assert len(fitted) < len(messages)
+    assert fitted[1]["role"] == "user"  # never starts mid-turn

@@ -1,0 +1,113 @@
+"""Tool calls of one turn: concurrency, isolation, self-correcting errors, loop guards."""
+
+from __future__ import annotations
+
+import json
+
+from tests.orchestrator.support import OrchestratorApi
+from tests.support.fake_llm import Call, Text, ToolCalls
+from tests.support.test_tools import EchoTool
+
+
+def _results(api: OrchestratorApi, request: int = 1) -> list[dict]:
+    return [
+        json.loads(m["content"])
+        for m in api.llm.requests[request]["messages"]
+        if m["role"] == "tool"
+    ]
+
+
+async def test_three_parallel_calls_each_become_a_cell(api: OrchestratorApi) -> None:
+    api.llm.script(
+        ToolCalls(
+            Call("test_slow", {"action": "wait", "seconds": 0.3}),
+            Call("test_slow", {"action": "wait", "seconds": 0.3}),
+            Call("test_echo", {"action": "echo", "text": "x"}),
+        ),
+        Text("All done."),
+    )
+    thread_id, run = await api.turn("go")
+    assert run["status"] == "completed", run
+    tools = await api.tool_messages(thread_id)
+    assert [t["tool_activity"]["status"] for t in tools] == ["success"] * 3
+    # concurrent: two 0.3 s waits took well under 0.6 s together
+    started = sorted(t["tool_activity"]["started_at"] for t in tools)
+    finished = max(t["tool_activity"]["finished_at"] for t in tools)
+    from datetime import datetime
+
+    elapsed = datetime.fromisoformat(finished) - datetime.fromisoformat(started[0])
+    assert elapsed.total_seconds() < 0.55
+    assert len(_results(api)) == 3  # the model saw every result, in call order
+
+
+async def test_bad_calls_get_self_correcting_errors_and_do_not_sink_the_others(
+    api: OrchestratorApi,
+) -> None:
+    api.llm.script(
+        ToolCalls(
+            Call("tasks", '{"action": "create", "title": '),  # invalid JSON
+            Call("tasks", {"action": "create"}),  # schema: title missing
+            Call("no_such_tool", {"x": 1}),  # unknown tool
+            Call("test_raise", {"action": "boom", "text": "x"}),  # the tool raises
+            Call("test_timeout", {"action": "wait", "seconds": 5}),  # the tool times out
+            Call("test_echo", {"action": "echo", "text": "fine"}),  # succeeds anyway
+        ),
+        Text("Sorry about those."),
+    )
+    thread_id, run = await api.turn("do many things")
+    assert run["status"] == "completed", run
+    activities = [t["tool_activity"] for t in await api.tool_messages(thread_id)]
+    assert [a["status"] for a in activities] == ["failure"] * 5 + ["success"]
+    assert [a["error_type"] for a in activities[:5]] == [
+        "validation_error",
+        "validation_error",
+        "validation_error",
+        "system_error",
+        "timeout",
+    ]
+    assert "secret internals" not in json.dumps(activities)
+    results = _results(api)
+    assert results[1]["error_type"] == "validation_error" and "title" in json.dumps(results[1])
+    assert "test_echo" in results[2]["available_tools"]
+    assert results[5] == {"ok": True, "text": "fine"}
+
+
+async def test_identical_calls_are_answered_once_and_the_loop_is_stopped(
+    api: OrchestratorApi,
+) -> None:
+    EchoTool.calls.clear()
+    same = {"action": "echo", "text": "again"}
+    api.llm.script(*[ToolCalls(Call("test_echo", same)) for _ in range(4)])
+    thread_id, run = await api.turn("loop please")
+    assert run["status"] == "completed", run
+    assert EchoTool.calls == ["again"]  # the side effect happened once
+    assert len(api.llm.requests) == 3  # one real call, then two duplicate turns: stopped
+    messages = await api.messages(thread_id)
+    assert "repeating" in messages[-1]["content"]
+    assert _results(api, 2)[-1]["duplicate"] is True
+
+
+async def test_step_limit_ends_a_runaway_loop_with_a_clear_note(api: OrchestratorApi) -> None:
+    api.llm.script(
+        *[ToolCalls(Call("test_echo", {"action": "echo", "text": f"n{i}"})) for i in range(10)]
+    )
+    thread_id, run = await api.turn("never stop")
+    assert run["status"] == "completed", run
+    assert len(api.llm.requests) == 4  # tester's step_limit
+    last = (await api.messages(thread_id))[-1]
+    assert last["role"] == "assistant" and "limit of 4 steps" in last["content"]
+    assert all(
+        t["tool_activity"]["status"] == "success" for t in await api.tool_messages(thread_id)
+    )
+
+
+async def test_tool_call_budget_ends_the_run(api: OrchestratorApi) -> None:
+    calls = [Call("test_echo", {"action": "echo", "text": f"b{i}"}) for i in range(10)]
+    api.llm.script(ToolCalls(*calls), Text("unused"))
+    thread_id, run = await api.turn("ten at once")
+    assert run["status"] == "completed", run
+    activities = [t["tool_activity"] for t in await api.tool_messages(thread_id)]
+    assert [a["status"] for a in activities] == ["success"] * 8 + ["failure"] * 2  # budget 8
+    assert activities[-1]["error_type"] == "user_error"
+    assert "budget" in (await api.messages(thread_id))[-1]["content"]
+    assert len(api.llm.requests) == 1
