@@ -52,7 +52,9 @@ def _start_server(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     )
 
 
-async def _until(  # noqa: ASYNC109check: Callable[[], Awaitable[Any]], timeout: float, every: float = 0.1) -> Any:
+async def _until(  # noqa: ASYNC109
+    check: Callable[[], Awaitable[Any]], timeout: float, every: float = 0.1
+) -> Any:
     """Poll a condition over HTTP (another process: no in-process event to await)."""
     async with asyncio.timeout(timeout):
         while not (result := await check()):
