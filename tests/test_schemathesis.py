@@ -8,23 +8,17 @@ creates are removed afterwards.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Iterator
-from datetime import timedelta
 
 import pytest
 import schemathesis
 from litestar import Litestar
-from sqlalchemy.ext.asyncio import create_async_engine
-from sqlalchemy.pool import NullPool
 
 from app import create_app
-from app.db.base import metadata
-from app.db.models import Agent, ApiToken, User
-from app.lib.security import hash_password, new_token, token_digest
-from app.lib.time import utcnow
+from app.lib.security import new_token
 from app.settings import Settings
+from tests.support.sync_db import empty_tables, revive_token, seed_user
 
 # schemathesis.toml reads the bearer token from here when the schema is loaded.
 API_TOKEN = os.environ.setdefault("APP_API_TOKEN", new_token())
@@ -36,46 +30,27 @@ schema = schemathesis.openapi.from_asgi(
 )
 
 
-async def _reset(database_url: str, *, seed: bool) -> None:
-    engine = create_async_engine(database_url, poolclass=NullPool)
-    try:
-        async with engine.begin() as conn:
-            for table in reversed(metadata.sorted_tables):
-                await conn.execute(table.delete())
-            if seed:
-                user = User(email="fuzz@example.com", password_hash=hash_password("fuzz-password"))
-                await conn.run_sync(lambda sync: _seed(sync, user))
-    finally:
-        await engine.dispose()
-
-
-def _seed(connection: object, user: User) -> None:
-    from sqlalchemy.orm import Session
-
-    with Session(bind=connection) as session:  # type: ignore[arg-type]
-        session.add(user)
-        session.flush()
-        session.add(
-            ApiToken(
-                user_id=user.id,
-                token_hash=token_digest(API_TOKEN),
-                expires_at=utcnow() + timedelta(days=1),
-            )
-        )
-        session.add(Agent(owner_id=user.id, name="fuzz agent", agent_type="assistant"))
-        session.flush()
-
-
 @pytest.fixture(scope="module")
 def fuzz_app(database_url: str) -> Iterator[Litestar]:
-    asyncio.run(_reset(database_url, seed=True))
+    seed_user(database_url, "fuzz@example.com", "fuzz-password", token=API_TOKEN)
     yield create_app(Settings(database_url=database_url, runner_enabled=False))
-    asyncio.run(_reset(database_url, seed=False))
+    # Stop the app's lifespan on schemathesis' loop (disposes its engine), then clean up.
+    from schemathesis.python.asgi import shutdown_lifespans
+
+    shutdown_lifespans()
+    empty_tables(database_url)
 
 
 @schema.parametrize()
-def test_api_conforms_to_its_schema(case: schemathesis.Case, fuzz_app: Litestar) -> None:
-    case.call_and_validate(app=fuzz_app)
+def test_api_conforms_to_its_schema(
+    case: schemathesis.Case, fuzz_app: Litestar, database_url: str
+) -> None:
+    try:
+        case.call_and_validate(app=fuzz_app)
+    finally:
+        if case.operation.definition.raw.get("operationId") == "RevokeToken":
+            # The fuzzer just revoked its own token; later examples need it live.
+            revive_token(database_url, API_TOKEN)
 
 
 def test_fuzzing_is_authenticated(fuzz_app: Litestar) -> None:

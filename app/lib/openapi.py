@@ -1,21 +1,55 @@
-"""OpenAPI generation tweaks."""
+"""OpenAPI generation tweaks for request-body Structs.
+
+Litestar leaves two things out of the schema of a msgspec Struct that the decoder
+enforces: `forbid_unknown_fields` (we document `additionalProperties: false`) and length
+constraints on the items of a list (`list[Annotated[str, Meta(min_length=1)]]`). A client
+or fuzzer that trusts the spec would then send bodies we reject.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
 from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
+from litestar.openapi.spec import OpenAPIType, Schema
 
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
-    from litestar.openapi.spec import Schema
     from litestar.typing import FieldDefinition
 
 
+def _branches(type_info: msgspec.inspect.Type) -> list[msgspec.inspect.Type]:
+    if isinstance(type_info, msgspec.inspect.UnionType):
+        return list(type_info.types)
+    return [type_info]
+
+
+def _list_item_string(type_info: msgspec.inspect.Type) -> msgspec.inspect.StrType | None:
+    """The constrained string type of a (possibly optional) list's items, if any."""
+    for branch in _branches(type_info):
+        if isinstance(branch, msgspec.inspect.ListType):
+            for item in _branches(branch.item_type):
+                if isinstance(item, msgspec.inspect.StrType):
+                    return item
+    return None
+
+
+def _string_item_schemas(schema: Schema) -> list[Schema]:
+    arrays = [schema, *(s for s in schema.one_of or () if isinstance(s, Schema))]
+    found = []
+    for array in arrays:
+        items = array.items
+        if array.type != OpenAPIType.ARRAY or not isinstance(items, Schema):
+            continue
+        for item in [items, *(s for s in items.one_of or () if isinstance(s, Schema))]:
+            if item.type == OpenAPIType.STRING:
+                found.append(item)
+    return found
+
+
 class StrictStructSchemaPlugin(StructSchemaPlugin):
-    """Document `forbid_unknown_fields` Structs (request bodies) as
-    `additionalProperties: false`, which Litestar leaves out; clients and fuzzers then
-    know unknown fields are rejected with a 400."""
+    """Request-body Structs (`forbid_unknown_fields`) documented as strictly as decoded."""
 
     def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
         if not super().is_plugin_supported_field(field_definition):
@@ -28,4 +62,13 @@ class StrictStructSchemaPlugin(StructSchemaPlugin):
     ) -> Schema:
         schema = super().to_openapi_schema(field_definition, schema_creator)
         schema.additional_properties = False
+        info = msgspec.inspect.type_info(field_definition.type_)
+        for field in getattr(info, "fields", ()):
+            constrained = _list_item_string(field.type)
+            prop = (schema.properties or {}).get(field.encode_name)
+            if constrained is None or not isinstance(prop, Schema):
+                continue
+            for item in _string_item_schemas(prop):
+                item.min_length = constrained.min_length
+                item.max_length = constrained.max_length
         return schema

@@ -15,6 +15,7 @@ from litestar.plugins.problem_details import (
     ProblemDetailsException,
     ProblemDetailsPlugin,
 )
+from sqlalchemy.exc import DBAPIError
 
 logger = logging.getLogger(__name__)
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -80,6 +81,18 @@ def _from_not_found(_exc: NotFoundError) -> ProblemDetailsException:
     return _problem(404, "Not found")
 
 
+def _from_database_error(exc: DBAPIError) -> ProblemDetailsException:
+    # SQLSTATE class 22 is "data exception": a value the database cannot store (a NUL
+    # character in text or JSON on PostgreSQL, an out-of-range number). That is the
+    # client's input, so a 400; anything else is ours.
+    sqlstate = str(getattr(exc.orig, "sqlstate", None) or "")
+    if sqlstate.startswith("22"):
+        return _problem(
+            400, "A value in the request cannot be stored (for example a NUL character)."
+        )
+    return _from_unexpected(exc)
+
+
 def _from_unexpected(exc: Exception) -> ProblemDetailsException:
     # Never leak a stack trace or internals; the log has the details.
     logger.error("unhandled error", exc_info=exc)
@@ -92,6 +105,7 @@ def problem_details_plugin() -> ProblemDetailsPlugin:
             exception_to_problem_detail_map={
                 HTTPException: _from_http_exception,
                 NotFoundError: _from_not_found,
+                DBAPIError: _from_database_error,
                 Exception: _from_unexpected,
             }
         )

@@ -17,8 +17,6 @@ from app.threads.schemas import MessageCreate, MessagePage, MessagePosted, Threa
 from app.threads.serializers import message_read, run_read
 from app.threads.services import get_owned_thread
 
-Position = Annotated[int, Parameter(ge=1, le=2**31)]
-
 
 class MessageController(Controller):
     path = "/api/threads/{thread_id:uuid}/messages"
@@ -55,7 +53,8 @@ class MessageController(Controller):
         after_seq: Annotated[
             int | None, Parameter(ge=0, le=2**53, schema_extra={"minimum": 0})
         ] = None,
-        before_position: Position | None = None,
+        # `Annotated[int, …] | None` would document the bounds but not enforce them.
+        before_position: Annotated[int | None, Parameter(ge=1, le=2**31)] = None,
         limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
     ) -> MessagePage:
         """`after_seq`: changes after a seq, ascending; `before_position`: older history;

@@ -1,0 +1,179 @@
+"""A Python client generated from the committed OpenAPI file drives a real server.
+
+openapi-python-client turns openapi/openapi.json into a package in a temp directory; the
+app runs under uvicorn in a subprocess on a free port, on the dialect's database.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from types import ModuleType
+from uuid import uuid4
+
+import pytest
+
+from app.openapi_export import OPENAPI_FILE
+from app.settings import PROJECT_ROOT
+from tests.support.sync_db import empty_tables, seed_user
+
+EMAIL, PASSWORD = "client@example.com", "client-password"
+STARTUP_TIMEOUT = 60
+UVICORN = [sys.executable, "-m", "uvicorn", "app:create_app", "--factory"]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The generated package's import name (importable for this module's tests)."""
+    root = tmp_path_factory.mktemp("client")
+    name = f"toolcells_client_{uuid4().hex[:8]}"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "openapi_python_client",
+            "generate",
+            "--path",
+            str(OPENAPI_FILE),
+            "--output-path",
+            str(root / name),
+            "--meta",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Warning" not in result.stdout + result.stderr, result.stdout + result.stderr
+    sys.path.insert(0, str(root))
+    try:
+        yield name
+    finally:
+        sys.path.remove(str(root))
+
+
+def _wait_for_port(process: subprocess.Popen[str]) -> int:
+    """Read uvicorn's log until it says where it listens (port 0 picks a free one)."""
+    found: dict[str, int] = {}
+    ready = threading.Event()
+    lines: list[str] = []
+
+    def read() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line)
+            match = re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", line)
+            if match:
+                found["port"] = int(match.group(1))
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    ready.wait(STARTUP_TIMEOUT)
+    assert "port" in found, "uvicorn did not start:\n" + "".join(lines)
+    return found["port"]
+
+
+@pytest.fixture(scope="module")
+def server_url(database_url: str) -> Iterator[str]:
+    seed_user(database_url, EMAIL, PASSWORD)
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "RUNNER_ENABLED": "0",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    process = subprocess.Popen(
+        [*UVICORN, "--host", "127.0.0.1", "--port", "0", "--no-access-log"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield f"http://127.0.0.1:{_wait_for_port(process)}"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        empty_tables(database_url)
+
+
+def _module(package: str, path: str) -> ModuleType:
+    return importlib.import_module(f"{package}.{path}")
+
+
+def test_generated_client_drives_the_api(generated: str, server_url: str) -> None:
+    client_mod = _module(generated, "client")
+    models = _module(generated, "models")
+    create_token = _module(generated, "api.auth.create_token")
+    get_me = _module(generated, "api.auth.get_me")
+    list_agents = _module(generated, "api.agents.list_agents")
+    create_thread = _module(generated, "api.threads.create_thread")
+    list_threads = _module(generated, "api.threads.list_threads")
+    post_message = _module(generated, "api.messages.post_message")
+    list_messages = _module(generated, "api.messages.list_messages")
+    cancel_run = _module(generated, "api.runs.cancel_run")
+    get_thread = _module(generated, "api.threads.get_thread")
+
+    anonymous = client_mod.Client(base_url=server_url, raise_on_unexpected_status=True)
+    with anonymous as client:
+        token = create_token.sync(
+            client=client, body=models.TokenCreate(email=EMAIL, password=PASSWORD)
+        )
+        assert isinstance(token, models.TokenRead), token
+        wrong = create_token.sync_detailed(
+            client=client, body=models.TokenCreate(email=EMAIL, password="nope")
+        )
+        assert wrong.status_code == 401 and isinstance(wrong.parsed, models.ProblemDetail)
+
+    authed = client_mod.AuthenticatedClient(
+        base_url=server_url, token=token.access_token, raise_on_unexpected_status=True
+    )
+    with authed as client:
+        me = get_me.sync(client=client)
+        assert isinstance(me, models.UserRead) and me.email == EMAIL
+
+        agents = list_agents.sync(client=client)
+        agent = agents.items[0]
+        thread = create_thread.sync(
+            client=client, body=models.ThreadCreate(agent_id=agent.id, title="from the client")
+        )
+        assert isinstance(thread, models.ThreadRead), thread
+
+        posted = post_message.sync(
+            thread.id,
+            client=client,
+            body=models.MessageCreate(content="hello", client_message_id="gen-1"),
+        )
+        assert isinstance(posted, models.MessagePosted), posted
+        assert posted.run.status.value == "queued"
+        repeat = post_message.sync_detailed(
+            thread.id,
+            client=client,
+            body=models.MessageCreate(content="hello", client_message_id="gen-1"),
+        )
+        assert repeat.status_code == 200 and repeat.parsed.message.id == posted.message.id
+
+        page = list_messages.sync(thread.id, client=client, after_seq=0)
+        assert [m.content for m in page.items] == ["hello"] and page.last_seq == 1
+
+        threads = list_threads.sync(client=client, limit=10)
+        assert [t.id for t in threads.items] == [thread.id]
+
+        cancelled = cancel_run.sync(thread.id, posted.run.id, client=client)
+        assert cancelled.status.value == "cancelled"
+
+        missing = get_thread.sync_detailed(uuid4(), client=client)
+        assert missing.status_code == 404
+        assert isinstance(missing.parsed, models.ProblemDetail) and missing.parsed.status == 404
+
+        invalid = post_message.sync_detailed(
+            thread.id, client=client, body=models.MessageCreate(content="x" * 32_001)
+        )
+        assert invalid.status_code == 400 and invalid.parsed.errors[0].field == "content"
