@@ -13,3 +13,7 @@ class CLIPlugin(CLIPluginProtocol):
         cli.add_command(users_group)
         cli.add_command(agents_group)
         cli.add_command(seed_group)
+
+        from app.tools.cli import tools_group
+
+        cli.add_command(tools_group)

@@ -1,0 +1,53 @@
+"""`litestar tools list` and `litestar tools consolidate [--dry-run] [--reverse]`."""
+
+from __future__ import annotations
+
+import click
+from litestar import Litestar
+from litestar.cli._utils import LitestarGroup
+
+
+@click.group(cls=LitestarGroup, name="tools", help="Inspect tools and migrate agents' tools.")
+def tools_group() -> None: ...
+
+
+@tools_group.command(name="list", help="Tools, their actions and the agent types offering them.")
+def list_tools_command() -> None:
+    from app.tools.registry import get_registry
+    from app.tools.toolsets import agent_types_offering
+
+    for tool in get_registry().catalog():
+        types = ", ".join(agent_types_offering(tool.name)) or "(no agent type)"
+        flags = []
+        if not tool.is_user_facing:
+            flags.append("not user-facing")
+        if tool.non_user_facing_actions:
+            flags.append("no cell for " + ", ".join(tool.non_user_facing_actions))
+        if tool.confirmation_actions:
+            flags.append("asks before " + ", ".join(tool.confirmation_actions))
+        suffix = f"  [{'; '.join(flags)}]" if flags else ""
+        click.echo(f"{tool.name}: {', '.join(tool.actions)}{suffix}")
+        click.echo(f"    agent types: {types}")
+
+
+@tools_group.command(
+    name="consolidate",
+    help="Rewrite agents' enabled_tools from legacy one-action names to domain tools "
+    "(or back with --reverse). Idempotent; prints what changed.",
+)
+@click.option("--dry-run", is_flag=True, default=False, help="Show the changes, write nothing.")
+@click.option("--reverse", is_flag=True, default=False, help="Domain tools back to legacy names.")
+def consolidate_command(app: Litestar, dry_run: bool, reverse: bool) -> None:
+    from app.cli.commands import run_in_session
+    from app.tools.consolidate import rewrite_enabled_tools
+
+    changes = run_in_session(
+        app, lambda session: rewrite_enabled_tools(session, reverse=reverse, dry_run=dry_run)
+    )
+    for change in changes:
+        click.echo(f"{change.agent_id} {change.agent_name}: {change.before} -> {change.after}")
+        if change.unknown:
+            click.echo(f"    kept unknown tool name(s): {', '.join(change.unknown)}")
+    direction = "legacy names" if reverse else "domain tools"
+    verb = "would change" if dry_run else "changed"
+    click.echo(f"{len(changes)} agent(s) {verb} to {direction}.")

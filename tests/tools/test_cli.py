@@ -1,0 +1,111 @@
+"""`litestar tools list|consolidate`: the rewrite itself on both databases, and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Agent
+from app.settings import PROJECT_ROOT
+from app.tools.consolidate import consolidated, expanded, rewrite_enabled_tools
+from tests.conftest import ApiUser
+from tests.factories import AgentFactory
+
+LEGACY = ["create_task", "list_tasks", "web_search", "web_fetch", "view_system_prompt"]
+
+
+def test_mapping_both_ways() -> None:
+    assert consolidated(LEGACY) == ["tasks", "web", "self_authoring"]
+    assert consolidated(["WebSearchTool", "save_memory", "recall_memory"]) == ["web", "memory"]
+    assert consolidated(["tasks", "web"]) == ["tasks", "web"]  # idempotent
+    assert consolidated(["mystery", "web_search"]) == ["mystery", "web"]
+    assert expanded(["tasks", "web"]) == [
+        "create_task", "update_task", "complete_task", "list_tasks", "web_search", "web_fetch",
+    ]  # fmt: skip
+    assert expanded(expanded(["memory"])) == expanded(["memory"])  # idempotent
+    assert consolidated(expanded(["tasks", "memory", "self_authoring"])) == [
+        "tasks", "memory", "self_authoring",
+    ]  # fmt: skip
+
+
+async def _agents(db: AsyncSession, owner: ApiUser) -> dict[str, Agent]:
+    specs = {"legacy": LEGACY, "modern": ["web"], "everything": None, "odd": ["mystery"]}
+    agents = {}
+    for name, tools in specs.items():
+        agent = AgentFactory.build(owner_id=owner.user.id, name=name, enabled_tools=tools)
+        db.add(agent)
+        agents[name] = agent
+    await db.commit()
+    return agents
+
+
+async def _tools_by_name(db: AsyncSession) -> dict[str, list[str] | None]:
+    db.expire_all()
+    return {a.name: a.enabled_tools for a in await db.scalars(select(Agent))}
+
+
+async def test_rewrite_dry_run_forward_reverse_idempotent(
+    db: AsyncSession, session_factory, alice: ApiUser
+) -> None:
+    await _agents(db, alice)
+    async with session_factory() as session:
+        dry = await rewrite_enabled_tools(session, dry_run=True)
+        await session.commit()
+    assert [(c.agent_name, c.after) for c in dry] == [
+        ("legacy", ["tasks", "web", "self_authoring"])
+    ]
+    assert (await _tools_by_name(db))["legacy"] == LEGACY  # nothing written
+    async with session_factory() as session:
+        await rewrite_enabled_tools(session)
+        await session.commit()
+    after = await _tools_by_name(db)
+    assert after["legacy"] == ["tasks", "web", "self_authoring"] and after["everything"] is None
+    assert after["odd"] == ["mystery"] and after["modern"] == ["web"]
+    async with session_factory() as session:
+        assert await rewrite_enabled_tools(session) == []  # idempotent
+    async with session_factory() as session:
+        back = await rewrite_enabled_tools(session, reverse=True)
+        await session.commit()
+    assert {c.agent_name for c in back} == {"legacy", "modern"}
+    assert (await _tools_by_name(db))["modern"] == ["web_search", "web_fetch"]
+
+
+def _litestar(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DATABASE_URL": database_url, "RUNNER_ENABLED": "0",
+           "LITESTAR_APP": "app:create_app"}  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "litestar", *args],
+        cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+async def test_cli_list_and_consolidate(
+    db: AsyncSession, alice: ApiUser, database_url: str
+) -> None:
+    agents = await _agents(db, alice)
+    listed = await asyncio.to_thread(_litestar, database_url, "tools", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "memory: save, recall, search, forget  [no cell for recall]" in listed.stdout
+    assert "agent types: assistant, focused" in listed.stdout
+
+    dry = await asyncio.to_thread(_litestar, database_url, "tools", "consolidate", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert (
+        f"{agents['legacy'].id} legacy: {LEGACY} -> ['tasks', 'web', 'self_authoring']"
+        in dry.stdout
+    )
+    assert "1 agent(s) would change to domain tools." in dry.stdout
+    assert (await _tools_by_name(db))["legacy"] == LEGACY
+
+    done = await asyncio.to_thread(_litestar, database_url, "tools", "consolidate")
+    assert "1 agent(s) changed to domain tools." in done.stdout
+    again = await asyncio.to_thread(_litestar, database_url, "tools", "consolidate")
+    assert "0 agent(s) changed" in again.stdout
+    back = await asyncio.to_thread(_litestar, database_url, "tools", "consolidate", "--reverse")
+    assert "2 agent(s) changed to legacy names." in back.stdout
+    assert (await _tools_by_name(db))["legacy"][:2] == ["create_task", "update_task"]
