@@ -1,0 +1,129 @@
+"""Staff CLI end to end, in subprocesses against a fresh database per dialect."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+
+from app.db.models import Agent, Thread, ThreadMessage, User
+from app.settings import PROJECT_ROOT
+from tests.support.databases import (
+    DIALECTS,
+    create_postgres_database,
+    drop_postgres_database,
+    sqlite_url,
+)
+
+
+@pytest.fixture(params=DIALECTS)
+def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield sqlite_url(tmp_path)
+        return
+    url, name = create_postgres_database()
+    try:
+        yield url
+    finally:
+        drop_postgres_database(name)
+
+
+def litestar(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "litestar", *args],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "DATABASE_URL": database_url, "RUNNER_ENABLED": "0"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def counts(database_url: str) -> dict[str, int]:
+    async def count() -> dict[str, int]:
+        engine = create_async_engine(database_url, poolclass=NullPool)
+        try:
+            async with engine.connect() as conn:
+                return {
+                    model.__tablename__: int(
+                        await conn.scalar(select(func.count()).select_from(model)) or 0
+                    )
+                    for model in (User, Agent, Thread, ThreadMessage)
+                }
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(count())
+
+
+def test_staff_cli(empty_database: str) -> None:
+    ok(litestar(empty_database, "database", "upgrade", "--no-prompt"))
+
+    user_id = ok(
+        litestar(
+            empty_database,
+            "users",
+            "create",
+            "--email",
+            "Staff@Example.com",
+            "--password",
+            "pw-123456",
+            "--staff",
+        )
+    ).strip()
+    UUID(user_id)
+    duplicate = litestar(
+        empty_database, "users", "create", "--email", "staff@example.com", "--password", "x"
+    )
+    assert duplicate.returncode != 0 and "already exists" in duplicate.stderr + duplicate.stdout
+
+    agent_id = ok(
+        litestar(
+            empty_database,
+            "agents",
+            "create",
+            "--owner",
+            "staff@example.com",
+            "--name",
+            "Helper",
+            "--agent-type",
+            "assistant",
+            "--system-prompt",
+            "Be brief.",
+        )
+    ).strip()
+    UUID(agent_id)
+    unknown_type = litestar(
+        empty_database,
+        "agents",
+        "create",
+        "--owner",
+        "staff@example.com",
+        "--name",
+        "Other",
+        "--agent-type",
+        "nope",
+    )
+    assert unknown_type.returncode != 0
+    assert counts(empty_database)["agents"] == 1
+
+    first = ok(litestar(empty_database, "seed", "demo"))
+    after_first = counts(empty_database)
+    second = ok(litestar(empty_database, "seed", "demo"))
+    assert "demo token: tc_" in first and first == second
+    assert counts(empty_database) == after_first
+    assert after_first["threads"] >= 1 and after_first["thread_messages"] >= 1
