@@ -1,0 +1,29 @@
+# The API server. Migrations run on start (see docker-compose.yml), then `litestar run`.
+FROM python:3.11-slim
+
+ENV PYTHONUNBUFFERED=1 \
+    UV_COMPILE_BYTECODE=1 \
+    UV_LINK_MODE=copy \
+    UV_PROJECT_ENVIRONMENT=/opt/venv \
+    PATH=/opt/venv/bin:$PATH \
+    LITELLM_LOCAL_MODEL_COST_MAP=True
+
+RUN pip install --no-cache-dir uv
+
+WORKDIR /srv
+# Dependencies first, so code changes do not reinstall them.
+COPY pyproject.toml uv.lock ./
+RUN uv sync --locked --no-dev
+
+COPY alembic.ini ./
+COPY migrations ./migrations
+COPY app ./app
+
+RUN useradd --create-home --uid 10001 toolcells && mkdir -p var && chown toolcells var
+USER toolcells
+
+EXPOSE 8000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=5 \
+  CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/api/health', timeout=2).status != 200)"
+
+CMD ["sh", "-c", "litestar database upgrade --no-prompt && exec litestar run --host 0.0.0.0 --port 8000"]
