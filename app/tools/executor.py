@@ -88,6 +88,13 @@ def parse_call(
     return validate_call(tool, arguments)
 
 
+def parsed_input(action: str, params: msgspec.Struct) -> dict[str, Any]:
+    """The call as the app shows it (`tool_activity.input`): the action and the parameters
+    given, without the nulls of parameters left out."""
+    given = {k: v for k, v in msgspec.to_builtins(params).items() if v is not None}
+    return {"action": action, **given}
+
+
 def _raw_input(arguments: str | bytes | dict[str, Any] | None) -> dict[str, Any]:
     decoded = decode_arguments(arguments)
     return decoded if isinstance(decoded, dict) else {}
@@ -152,7 +159,7 @@ async def execute_tool_call(
         await events.on_start(call)
         return await _finish(events, call, parsed)
     tool, action, params = parsed
-    call_input = {"action": action, **msgspec.to_builtins(params)}
+    call_input = parsed_input(action, params)
     call = ToolCall(ctx.tool_call_id, name, action, call_input, ctx.run_id, ctx.thread_id)
     await events.on_start(call)
     if cache is None:

@@ -90,7 +90,10 @@ async def test_cli_list_and_consolidate(
     agents = await _agents(db, alice)
     listed = await asyncio.to_thread(_litestar, database_url, "tools", "list")
     assert listed.returncode == 0, listed.stderr
-    assert "memory: save, recall, search, forget  [no cell for recall]" in listed.stdout
+    assert (
+        "memory: save, recall, search, forget  [no cell for recall; asks before forget]"
+        in listed.stdout
+    )
     assert "agent types: assistant, focused" in listed.stdout
 
     dry = await asyncio.to_thread(_litestar, database_url, "tools", "consolidate", "--dry-run")

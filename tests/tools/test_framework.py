@@ -10,7 +10,7 @@ import pytest
 
 from app.tools import registry as registry_module
 from app.tools.base import Tool, ToolContext, ToolResult
-from app.tools.executor import SAFE_SYSTEM_ERROR, parse_call
+from app.tools.executor import SAFE_SYSTEM_ERROR, parse_call, parsed_input
 from tests.tools.conftest import ToolHarness
 
 
@@ -104,6 +104,7 @@ async def test_validation_failures_go_through_events(harness: ToolHarness) -> No
 def test_parse_call_returns_the_parsed_struct() -> None:
     tool, action, params = parse_call("tasks", '{"action":"create","title":"Buy milk"}')
     assert (tool.name, action, params.title) == ("tasks", "create", "Buy milk")
+    assert parsed_input(action, params) == {"action": "create", "title": "Buy milk"}
 
 
 class _Params(msgspec.Struct, forbid_unknown_fields=True):

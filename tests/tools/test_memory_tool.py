@@ -114,8 +114,9 @@ async def test_memories_are_per_user(
     assert stolen.error_type == "user_error"
 
 
-def test_recall_is_not_user_facing() -> None:
+def test_recall_is_not_user_facing_and_forget_asks_first() -> None:
     memory = get_registry().get("memory")
+    assert memory.needs_confirmation("forget") and not memory.needs_confirmation("save")
     assert not memory.is_user_facing_call("recall")
     assert memory.is_user_facing_call("save") and memory.is_user_facing_call("search")
 

@@ -105,7 +105,8 @@ async def test_tool_catalog(client: httpx.AsyncClient, alice: ApiUser) -> None:
     memory = items["memory"]
     assert memory["actions"] == ["save", "recall", "search", "forget"]
     assert memory["is_user_facing"] is True and memory["non_user_facing_actions"] == ["recall"]
-    assert memory["requires_confirmation"] is False and memory["confirmation_actions"] == []
+    assert memory["requires_confirmation"] is True and memory["confirmation_actions"] == ["forget"]
+    assert items["tasks"]["requires_confirmation"] is False
     assert memory["parameters"]["additionalProperties"] is False
     assert memory["parameters"]["properties"]["action"]["enum"] == memory["actions"]
     assert items["tasks"]["agent_types"] == ["assistant", "focused"]

@@ -67,6 +67,8 @@ class MemoryTool(Tool):
     # Recall is bookkeeping for the model: stored and synced, but the phone shows no cell.
     non_user_facing_actions = frozenset({"recall"})
     read_only_actions = frozenset({"recall", "search"})
+    # Forgetting cannot be undone: the user confirms it in the app first.
+    requires_confirmation = frozenset({"forget"})
     timeout_seconds = 15
     examples = {
         "save": {"key": "coffee", "content": "Takes coffee black."},
