@@ -11,10 +11,11 @@ from uuid import UUID
 
 import httpx
 import msgspec
+from sqlalchemy import update
 from litestar import Litestar
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Agent
+from app.db.models import Agent, Run
 from app.realtime.events import Frame, MessageFrame, RunFrame
 from app.realtime.publisher import InProcessPublisher, get_publisher
 from tests.conftest import ApiUser, make_api_user
@@ -152,6 +153,8 @@ class OrchestratorApi:
     async def drain(self, timeout: float = 10) -> None:  # noqa: ASYNC109
         """End the test with nothing executing (cancel leftovers)."""
         worker = self.app.state.run_worker
+        await self.db.execute(update(Run).where(Run.status == "queued").values(status="cancelled"))
+        await self.db.commit()
         for execution in list(worker.executions.values()):
             execution.stop("cancelled")
         async with asyncio.timeout(timeout), worker.finished:

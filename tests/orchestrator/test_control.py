@@ -86,7 +86,9 @@ async def test_double_texting_reject_answers_409_with_the_active_run(api: Orches
     assert refused.headers["content-type"].startswith("application/problem+json")
     assert refused.json()["active_run_id"] == first["id"]
     await api.wait_run(thread_id, first["id"])
-    assert (await api.post(thread_id, "three")).status_code == 202
+    third = await api.post(thread_id, "three")
+    assert third.status_code == 202
+    await api.wait_run(thread_id, third.json()["run"]["id"])
 
 
 async def test_request_metadata_narrows_tools_and_runs_calls_first(api: OrchestratorApi) -> None:

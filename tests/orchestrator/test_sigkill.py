@@ -1,3 +1,4 @@
+# ruff: noqa: ASYNC109, ASYNC110 - polling another process over HTTP
 """SIGKILL the server mid-tool: after a restart nothing stays in_progress and the run failed.
 
 The server runs as a real subprocess (uvicorn) on the test database, its model pointed at
@@ -52,13 +53,11 @@ def _start_server(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     )
 
 
-async def _until(  # noqa: ASYNC109
-    check: Callable[[], Awaitable[Any]], timeout: float, every: float = 0.1
-) -> Any:
+async def _until(check: Callable[[], Awaitable[Any]], timeout: float, every: float = 0.1) -> Any:
     """Poll a condition over HTTP (another process: no in-process event to await)."""
     async with asyncio.timeout(timeout):
         while not (result := await check()):
-            await asyncio.sleep(every)  # noqa: ASYNC110 - polling another process
+            await asyncio.sleep(every)
         return result
 
 
