@@ -11,8 +11,8 @@ from uuid import UUID
 
 import httpx
 import msgspec
-from sqlalchemy import update
 from litestar import Litestar
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent, Run
