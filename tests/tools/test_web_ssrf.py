@@ -49,6 +49,9 @@ LOOPBACK_SPELLINGS = [
     "http://%31%32%37.0.0.1:{port}/",  # percent-encoded host
     "HTTP://127.0.0.1:{port}/",
     "http://[0000::1]:{port}/",
+    "http://127。0。0。1:{port}/",  # ideographic full stops (IDNA label separators)
+    "http://0x7f.1.:{port}/",
+    "http://[::ffff:127.0.0.2]:{port}/",
 ]
 
 
@@ -145,6 +148,8 @@ async def test_redirects_into_private_ranges_are_blocked(
         "ws://example.com/",
         "http://user:pass@example.com/",
         "http://user@example.com/",
+        "http://127.0.0.1:80@example.com/",
+        "http://example.com\\@127.0.0.1/",
     ],
 )
 async def test_other_schemes_and_credentials(web: WebEnv, url: str) -> None:
