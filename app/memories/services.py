@@ -6,7 +6,7 @@ import re
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Select, column, func, literal_column, or_, select, table
+from sqlalchemy import ColumnElement, Select, column, func, literal_column, or_, select, table
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Memory
@@ -14,7 +14,7 @@ from app.db.models import Memory
 MAX_QUERY_TERMS = 12
 # Must match app.db.models.memory.SEARCH_DOCUMENT, the expression of ix_memories_search.
 # Literal SQL (no bound parameters) so the planner can match the index expression.
-_PG_DOCUMENT = literal_column(
+_PG_DOCUMENT: ColumnElement[Any] = literal_column(
     "to_tsvector('english'::regconfig, "
     "(COALESCE(memories.key, ''::character varying)::text || ' '::text) || memories.content)"
 )

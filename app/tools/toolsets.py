@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 DEFAULT_AGENT_TYPES_FILE = Path(__file__).with_name("agent_types.yaml")
 
