@@ -104,6 +104,11 @@ async def test_tool_activity_round_trips(
     items = (await client.get(f"/api/threads/{thread_id}/messages", headers=alice.headers)).json()[
         "items"
     ]
+    # The lean list path and the ORM path for one message serialise identically.
+    single = await client.get(
+        f"/api/threads/{thread_id}/messages/{items[0]['id']}", headers=alice.headers
+    )
+    assert single.json() == items[0]
     got = items[0]["tool_activity"]
     assert (
         got["id"] == "call_1" and got["status"] == "success" and got["input"]["title"] == "Buy milk"
