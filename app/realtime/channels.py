@@ -8,11 +8,13 @@ listens on the process publisher, which the writer's outbox feeds after commit.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterable
 from types import TracebackType
 from uuid import UUID
 
 from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig
-from litestar.channels import ChannelsPlugin
+from litestar.channels import ChannelsPlugin, Subscriber
 from litestar.channels.backends.base import ChannelsBackend
 from litestar.channels.backends.memory import MemoryChannelsBackend
 from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -44,9 +46,25 @@ class RealtimeChannels(ChannelsPlugin):
         )
         self._prefix = settings.channels_prefix
         self._publisher: InProcessPublisher | None = None
+        # ChannelsPlugin.unsubscribe awaits between dropping the last subscriber of a channel
+        # and unsubscribing the backend; a subscribe in that window (a client reconnecting
+        # while its old socket is torn down) was then left deaf. Serialise the two.
+        self._membership = asyncio.Lock()
 
     def channel_for(self, thread_id: UUID) -> str:
         return f"{self._prefix}thread:{thread_id}"
+
+    async def subscribe(
+        self, channels: str | Iterable[str], history: int | None = None
+    ) -> Subscriber:
+        async with self._membership:
+            return await super().subscribe(channels, history)
+
+    async def unsubscribe(
+        self, subscriber: Subscriber, channels: str | Iterable[str] | None = None
+    ) -> None:
+        async with self._membership:
+            await super().unsubscribe(subscriber, channels)
 
     def relay(self, thread_id: UUID, frame: Frame) -> None:
         """Publisher listener: hand a committed frame to the thread's channel (never blocks)."""

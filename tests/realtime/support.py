@@ -81,8 +81,9 @@ class ThreadState:
 class WsClient:
     """A protocol client that keeps every frame and applies message frames."""
 
-    def __init__(self, conn: ClientConnection) -> None:
+    def __init__(self, conn: ClientConnection, on_frame: Any = None) -> None:
         self.conn = conn
+        self.on_frame = on_frame
         self.frames: list[dict[str, Any]] = []
         self._new = asyncio.Condition()
         self._reader = asyncio.create_task(self._read())
@@ -91,7 +92,13 @@ class WsClient:
     @classmethod
     @asynccontextmanager
     async def connect(
-        cls, url: str, token: str | None = None, *, query_token: bool = False, **kwargs: Any
+        cls,
+        url: str,
+        token: str | None = None,
+        *,
+        query_token: bool = False,
+        on_frame: Any = None,
+        **kwargs: Any,
     ) -> AsyncIterator[WsClient]:
         headers = {}
         if token and query_token:
@@ -99,16 +106,21 @@ class WsClient:
         elif token:
             headers["Authorization"] = f"Bearer {token}"
         async with connect(url, additional_headers=headers, **kwargs) as conn:
-            client = cls(conn)
+            client = cls(conn, on_frame)
             try:
                 yield client
             finally:
+                # Close while the reader still drains: a client that stops reading never
+                # sees the server's close frame behind the data (websockets' max_queue).
+                await conn.close()
                 client._reader.cancel()
 
     async def _read(self) -> None:
         try:
             async for raw in self.conn:
                 frame = json.loads(raw)
+                if self.on_frame is not None:
+                    self.on_frame(frame)
                 async with self._new:
                     self.frames.append(frame)
                     self._new.notify_all()
