@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -92,30 +91,3 @@ class RunState:
     cache: ToolCallCache = field(default_factory=ToolCallCache)
     tool_state: dict[str, Any] = field(default_factory=dict)
     calls_made: int = 0
-
-
-def delegate_tool_name(agent_name: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "_", agent_name.lower()).strip("_") or "agent"
-    return f"ask_{slug}"[:64]
-
-
-def delegate_definition(name: str, agent: Agent) -> dict[str, Any]:
-    about = (agent.system_prompt or "").strip().replace("\n", " ")[:300]
-    description = f"Ask the specialist agent {agent.name!r} and get its answer."
-    if about:
-        description += f" It is set up as: {about}"
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "message": {"type": "string", "description": "What to ask, self-contained."}
-                },
-                "required": ["message"],
-                "additionalProperties": False,
-            },
-        },
-    }

@@ -9,7 +9,7 @@ from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig
 from litestar import Litestar
 from litestar.config.app import AppConfig
 from litestar.plugins import InitPluginProtocol
-from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from app.orchestrator.approval_controller import ApprovalController
 from app.settings import Settings
@@ -32,11 +32,23 @@ class OrchestratorPlugin(InitPluginProtocol):
     async def _run_worker(self, app: Litestar) -> AsyncIterator[None]:
         from app.orchestrator.worker import RunWorker  # imports litellm: only when running
 
-        factory = async_sessionmaker(self.db_config.get_engine(), expire_on_commit=False)
-        worker = RunWorker(self.settings, factory)
+        engine = self._runner_engine()
+        worker = RunWorker(self.settings, async_sessionmaker(engine, expire_on_commit=False))
         await worker.start()
         app.state.run_worker = worker
         try:
             yield
         finally:
             await worker.stop()
+            if engine is not self.db_config.get_engine():
+                await engine.dispose()
+
+    def _runner_engine(self) -> AsyncEngine:
+        """PostgreSQL: a pool of its own without pre-ping (a round trip saved on each of a
+        turn's ~8 short transactions; a dead connection fails one write, and the pool is
+        then invalidated). SQLite: the app's engine (one file, one writer)."""
+        if self.settings.is_sqlite:
+            return self.db_config.get_engine()
+        return create_async_engine(
+            self.settings.database_url, pool_size=10, max_overflow=10, pool_pre_ping=False
+        )

@@ -20,14 +20,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent, Run, RunStatus, Thread, ThreadMessage, User
 from app.orchestrator import runs
-from app.orchestrator.context import (
-    LoopSpec,
-    RunnerDeps,
-    RunState,
+from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
+from app.orchestrator.delegation import (
+    FALLBACK_TYPE,
     delegate_definition,
     delegate_tool_name,
+    run_specialist,
 )
-from app.orchestrator.history import DEFAULT_SYSTEM_PROMPT, load_history
+from app.orchestrator.history import load_history
 from app.orchestrator.llm import LLMError, ModelTurn, context_window, fit_to_context, stream_turn
 from app.orchestrator.tool_calls import PlannedCall, ToolCallRunner, create_tool_messages, plan_call
 from app.realtime.events import DeltaFrame
@@ -35,11 +35,10 @@ from app.realtime.publisher import publish_ephemeral
 from app.threads.writer import create_message, update_message
 from app.tools.base import ToolResult
 from app.tools.registry import get_registry
-from app.tools.toolsets import AgentTypeConfig, effective_tools, get_agent_type
+from app.tools.toolsets import effective_tools, get_agent_type
 
 logger = logging.getLogger(__name__)
 Outcome = tuple[str | None, str | None]  # (final text, note when the loop was stopped)
-FALLBACK_TYPE = AgentTypeConfig(name="default", tools=[])
 
 
 async def _ignore_text(_: str) -> None:
@@ -121,12 +120,18 @@ class RunExecution:
 
     async def _prepare(self) -> tuple[RunState, LoopSpec, list[dict[str, Any]]]:
         async with self.deps.session_factory() as session:
-            thread = await session.get(Thread, self.run.thread_id)
-            agent = await session.get(Agent, self.run.agent_id)
-            if thread is None or agent is None:
+            row = (
+                await session.execute(
+                    select(Thread, Agent, User)
+                    .select_from(Thread)
+                    .join(Agent, Agent.id == self.run.agent_id)
+                    .join(User, User.id == Thread.owner_id)
+                    .where(Thread.id == self.run.thread_id)
+                )
+            ).one_or_none()
+            if row is None:
                 raise LookupError("thread or agent is gone")
-            user = await session.get(User, thread.owner_id)
-            assert user is not None
+            thread, agent, user = row
             options = self.run.options or {}
             config = get_agent_type(agent.agent_type) or FALLBACK_TYPE
             allowed = effective_tools(agent.agent_type, agent.enabled_tools)
@@ -298,46 +303,7 @@ class RunExecution:
         )
 
     async def _delegate(self, planned: PlannedCall, specialist: Agent) -> ToolResult:
-        state = self._state
-        question = (planned.input or {}).get("message")
-        if not isinstance(question, str) or not question.strip():
-            return ToolResult.failure(
-                "Missing required parameter 'message'.",
-                "validation_error",
-                suggestion='Call it as {"message": "your question"}.',
-                required_param="message",
-            )
-        config = get_agent_type(specialist.agent_type) or FALLBACK_TYPE
-        spec = LoopSpec(
-            agent=specialist,
-            config=config,
-            allowed=effective_tools(specialist.agent_type, specialist.enabled_tools),
-            delegated_by={
-                "call_id": planned.id,
-                "agent_id": str(specialist.id),
-                "agent_name": specialist.name,
-            },
-        )
-        history = [
-            {"role": "system", "content": specialist.system_prompt or DEFAULT_SYSTEM_PROMPT},
-            {"role": "user", "content": question},
-        ]
-        timeout = min(config.run_timeout_seconds, self.deps.settings.delegation_timeout_seconds)
-        try:
-            async with asyncio.timeout(timeout):
-                text, note = await self._loop(state, spec, history)
-        except TimeoutError:
-            return ToolResult.failure(
-                f"{specialist.name} did not answer within {timeout:g} seconds.", "timeout"
-            )
-        except LLMError as exc:
-            return ToolResult.failure(
-                f"{specialist.name} could not answer: {exc.message}", "system_error"
-            )
-        return ToolResult.success(
-            {"answer": text or note or "", "agent_name": specialist.name},
-            display_message=f"{specialist.name} answered",
-        )
+        return await run_specialist(self._loop, self._state, self.deps, planned, specialist)
 
     _state: RunState
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import and_, exists, or_, select, update
+from sqlalchemy import and_, bindparam, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -102,6 +103,26 @@ def _claimable():
     )
 
 
+@lru_cache(maxsize=2)
+def _claim_statement(postgres: bool):
+    """Built once: composing this statement costs more than running it."""
+    candidate = _claimable()
+    if postgres:
+        candidate = candidate.with_for_update(skip_locked=True)
+    return (
+        update(Run)
+        .where(Run.id == candidate.scalar_subquery(), Run.status == RunStatus.QUEUED.value)
+        .values(
+            status=RunStatus.RUNNING.value,
+            lease_owner=bindparam("owner"),
+            lease_expires_at=bindparam("expires"),
+            started_at=bindparam("now"),
+        )
+        .returning(Run)
+        .execution_options(synchronize_session=False, populate_existing=True)
+    )
+
+
 async def claim_next_run(
     session: AsyncSession, owner: str, lease_seconds: float, *, postgres: bool
 ) -> Run | None:
@@ -112,21 +133,10 @@ async def claim_next_run(
     claim one run twice, and a thread's later run is never eligible while an earlier one
     is queued or running.
     """
-    candidate = _claimable()
-    if postgres:
-        candidate = candidate.with_for_update(skip_locked=True)
     now = utcnow()
     run = await session.scalar(
-        update(Run)
-        .where(Run.id == candidate.scalar_subquery(), Run.status == RunStatus.QUEUED.value)
-        .values(
-            status=RunStatus.RUNNING.value,
-            lease_owner=owner,
-            lease_expires_at=now + timedelta(seconds=lease_seconds),
-            started_at=now,
-        )
-        .returning(Run)
-        .execution_options(synchronize_session=False, populate_existing=True)
+        _claim_statement(postgres),
+        {"owner": owner, "expires": now + timedelta(seconds=lease_seconds), "now": now},
     )
     if run is not None:
         publish_run(session, run)
