@@ -31,8 +31,22 @@ def _tool_names(tools: list[dict[str, Any]] | None) -> set[str]:
     return {t.get("function", {}).get("name", "") for t in tools or ()}
 
 
+def _describe(body: dict[str, Any]) -> str:
+    if not body.get("ok"):
+        return f"that did not work ({body.get('error') or 'unknown error'})"
+    if body.get("task_title"):
+        return f"I added “{body['task_title']}” to your tasks"
+    if body.get("type") == "memory" or body.get("memory_id"):
+        return "I'll remember that"
+    results = body.get("results")
+    if isinstance(results, list):
+        titles = [str(r.get("title") or r.get("url")) for r in results[:3] if isinstance(r, dict)]
+        return "I found: " + "; ".join(titles) if titles else "the search found nothing"
+    return "done"
+
+
 def _summarise_tool_results(messages: list[dict[str, Any]]) -> str:
-    results = []
+    outcomes = []
     for message in reversed(messages):
         if message.get("role") != "tool":
             break
@@ -40,12 +54,9 @@ def _summarise_tool_results(messages: list[dict[str, Any]]) -> str:
             body = json.loads(message.get("content") or "{}")
         except ValueError:
             body = {}
-        if body.get("ok"):
-            results.append("done")
-        else:
-            results.append(f"that did not work ({body.get('error') or 'unknown error'})")
-    outcome = "; ".join(reversed(results)) or "done"
-    return f"All right: {outcome}."
+        outcomes.append(_describe(body if isinstance(body, dict) else {}))
+    text = "; ".join(reversed(outcomes)) or "done"
+    return text[0].upper() + text[1:] + "."
 
 
 def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> DemoReply:

@@ -55,3 +55,18 @@ async def test_tool_turn_with_arguments_split_across_chunks(api: OrchestratorApi
     assert second[-1]["role"] == "tool" and json.loads(second[-1]["content"])["ok"] is True
     tasks = (await api.client.get("/api/tasks", headers=api.headers)).json()
     assert [t["title"] for t in tasks["items"]] == ["Buy milk"]
+
+
+async def test_offline_demo_model_makes_real_tool_calls(api: OrchestratorApi) -> None:
+    agent = await api.add_agent(name="demo", agent_type="assistant", model="demo/tool-demo")
+    thread_id = await api.new_thread(agent.id)
+    _, run = await api.turn("remind me to water the plants", thread_id=thread_id)
+    assert run["status"] == "completed", run
+    messages = await api.messages(thread_id)
+    activity = messages[2]["tool_activity"]
+    assert activity["name"] == "tasks" and activity["status"] == "success"
+    assert activity["input"] == {"action": "create", "title": "water the plants"}
+    assert "water the plants" in messages[-1]["content"]
+    _, run = await api.turn("hello", thread_id=thread_id)
+    assert "offline demo model" in (await api.messages(thread_id))[-1]["content"]
+    assert api.llm.requests == []  # nothing went to the network
