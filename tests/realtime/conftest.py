@@ -12,7 +12,7 @@ import pytest
 from app import create_app
 from app.settings import Settings
 from tests.conftest import ApiUser
-from tests.realtime.support import Server, serve
+from tests.realtime.support import Server, free_socket, serve
 
 ServerFactory = Callable[..., AbstractAsyncContextManager[Server]]
 
@@ -28,8 +28,9 @@ def start_server(realtime_settings: Settings) -> ServerFactory:
     """`async with start_server(**settings_overrides) as server:` a fresh app under uvicorn."""
 
     @asynccontextmanager
-    async def start(**overrides: Any) -> AsyncIterator[Server]:
-        async with serve(create_app(replace(realtime_settings, **overrides))) as server:
+    async def start(send_buffer: int | None = None, **overrides: Any) -> AsyncIterator[Server]:
+        app = create_app(replace(realtime_settings, **overrides))
+        async with serve(app, free_socket(send_buffer)) as server:
             yield server
 
     return start

@@ -24,9 +24,12 @@ from app.threads import writer
 WAIT = 15.0
 
 
-def free_socket() -> socket.socket:
+def free_socket(send_buffer: int | None = None) -> socket.socket:
+    """A listening socket on a free loopback port; accepted sockets inherit `send_buffer`."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if send_buffer:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
     sock.bind(("127.0.0.1", 0))
     return sock
 
@@ -81,9 +84,12 @@ class ThreadState:
 class WsClient:
     """A protocol client that keeps every frame and applies message frames."""
 
-    def __init__(self, conn: ClientConnection, on_frame: Any = None) -> None:
+    def __init__(self, conn: ClientConnection, on_frame: Any = None, paused: bool = False) -> None:
         self.conn = conn
         self.on_frame = on_frame
+        self.reading = asyncio.Event()
+        if not paused:
+            self.reading.set()
         self.frames: list[dict[str, Any]] = []
         self._new = asyncio.Condition()
         self._reader = asyncio.create_task(self._read())
@@ -98,6 +104,7 @@ class WsClient:
         *,
         query_token: bool = False,
         on_frame: Any = None,
+        paused: bool = False,
         **kwargs: Any,
     ) -> AsyncIterator[WsClient]:
         headers = {}
@@ -106,16 +113,18 @@ class WsClient:
         elif token:
             headers["Authorization"] = f"Bearer {token}"
         async with connect(url, additional_headers=headers, **kwargs) as conn:
-            client = cls(conn, on_frame)
+            client = cls(conn, on_frame, paused)
             try:
                 yield client
             finally:
                 # Close while the reader still drains: a client that stops reading never
                 # sees the server's close frame behind the data (websockets' max_queue).
+                client.reading.set()
                 await conn.close()
                 client._reader.cancel()
 
     async def _read(self) -> None:
+        await self.reading.wait()
         try:
             async for raw in self.conn:
                 frame = json.loads(raw)
