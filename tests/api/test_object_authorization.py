@@ -2,14 +2,46 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from httpx import AsyncClient
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Thread, ThreadMessage
+from app.openapi_export import generate_openapi
 from tests.api.support import assert_problem, create_thread, post_message
 from tests.conftest import ApiUser
 from tests.factories import TaskFactory
+
+T = "/api/threads/{thread_id}"
+# (method, path template, body) for every operation whose path carries an object id.
+# A new id-bearing endpoint must be added here (test_every_id_bearing_endpoint_is_covered).
+FOREIGN_ID_ATTEMPTS: list[tuple[str, str, dict[str, Any] | None]] = [
+    ("GET", T, None),
+    ("PATCH", T, {"title": "mine now"}),
+    ("DELETE", T, None),
+    ("GET", f"{T}/messages", None),
+    ("POST", f"{T}/messages", {"content": "hello"}),
+    ("GET", f"{T}/messages/{{message_id}}", None),
+    ("POST", f"{T}/messages/{{message_id}}/approval", {"approve": True}),
+    ("GET", f"{T}/runs/{{run_id}}", None),
+    ("POST", f"{T}/runs/{{run_id}}/cancel", None),
+    ("GET", "/api/agents/{agent_id}", None),
+    ("PATCH", "/api/agents/{agent_id}", {"name": "stolen"}),
+    ("PATCH", "/api/tasks/{task_id}", {"status": "completed"}),
+]
+
+
+def test_every_id_bearing_endpoint_is_covered() -> None:
+    covered = {(method, path) for method, path, _ in FOREIGN_ID_ATTEMPTS}
+    id_bearing = {
+        (method.upper(), path)
+        for path, item in generate_openapi()["paths"].items()
+        for method in item
+        if "_id}" in path
+    }
+    assert id_bearing <= covered, f"add to FOREIGN_ID_ATTEMPTS: {sorted(id_bearing - covered)}"
 
 
 async def test_foreign_ids_answer_404(
@@ -20,32 +52,29 @@ async def test_foreign_ids_answer_404(
     task = TaskFactory.build(owner_id=bob.user.id, title="bob's task")
     db.add(task)
     await db.commit()
+    ids = {
+        "thread_id": thread["id"],
+        "message_id": posted["message"]["id"],
+        "run_id": posted["run"]["id"],
+        "agent_id": str(bob.agent.id),
+        "task_id": str(task.id),
+    }
 
-    t = f"/api/threads/{thread['id']}"
-    m = f"{t}/messages/{posted['message']['id']}"
-    r = f"{t}/runs/{posted['run']['id']}"
-    attempts = [
-        ("GET", t, None),
-        ("PATCH", t, {"title": "mine now"}),
-        ("DELETE", t, None),
-        ("GET", f"{t}/messages", None),
-        ("POST", f"{t}/messages", {"content": "hello"}),
-        ("GET", m, None),
-        ("GET", r, None),
-        ("POST", f"{r}/cancel", None),
-        ("GET", f"/api/agents/{bob.agent.id}", None),
-        ("PATCH", f"/api/agents/{bob.agent.id}", {"name": "stolen"}),
-        ("PATCH", f"/api/tasks/{task.id}", {"status": "completed"}),
-        ("POST", "/api/threads", {"agent_id": str(bob.agent.id)}),
-    ]
-    for method, url, body in attempts:
+    for method, template, body in FOREIGN_ID_ATTEMPTS:
+        url = template.format(**ids)
         response = await client.request(method, url, json=body, headers=alice.headers)
         problem = assert_problem(response, 404)
         assert "secret" not in response.text, (method, url, problem)
+    # Starting a thread with someone else's (unshared) agent is the same.
+    response = await client.post(
+        "/api/threads", json={"agent_id": ids["agent_id"]}, headers=alice.headers
+    )
+    assert_problem(response, 404)
 
     # Nothing changed for bob.
+    t = f"/api/threads/{thread['id']}"
     assert (await client.get(t, headers=bob.headers)).json()["title"] == "bob's secrets"
-    run = (await client.get(r, headers=bob.headers)).json()
+    run = (await client.get(f"{t}/runs/{ids['run_id']}", headers=bob.headers)).json()
     assert run["status"] == "queued"
     assert await db.scalar(select(func.count()).select_from(ThreadMessage)) == 1
     assert await db.scalar(select(func.count()).select_from(Thread)) == 1
