@@ -24,7 +24,9 @@ DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the tools when they he
 HISTORY_LIMIT = 400  # rows read; the context window trims further
 
 
-def _ordered(rows: list[ThreadMessage]) -> list[ThreadMessage]:
+def _ordered(rows: list[ThreadMessage], until_run: UUID | None = None) -> list[ThreadMessage]:
+    """Rows grouped by run in trigger order; with `until_run`, nothing of later runs
+    (a message queued behind this run is not part of its conversation)."""
     trigger_position: dict[UUID, int] = {
         row.run_id: row.position for row in rows if row.role == "user" and row.run_id
     }
@@ -33,7 +35,11 @@ def _ordered(rows: list[ThreadMessage]) -> list[ThreadMessage]:
         anchor = trigger_position.get(row.run_id, row.position) if row.run_id else row.position
         return anchor, 0 if row.role == "user" else 1, row.position
 
-    return sorted(rows, key=key)
+    ordered = sorted(rows, key=key)
+    if until_run is not None and until_run in trigger_position:
+        limit = trigger_position[until_run]
+        ordered = [row for row in ordered if key(row)[0] <= limit]
+    return ordered
 
 
 def _tool_content(row: ThreadMessage) -> str:
@@ -45,7 +51,9 @@ def _tool_content(row: ThreadMessage) -> str:
     )
 
 
-def to_model_messages(rows: list[ThreadMessage]) -> list[dict[str, Any]]:
+def to_model_messages(
+    rows: list[ThreadMessage], until_run: UUID | None = None
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     pending: dict[str, dict[str, Any] | None] = {}  # call id -> its answer, in call order
 
@@ -61,7 +69,7 @@ def to_model_messages(rows: list[ThreadMessage]) -> list[dict[str, Any]]:
             )
         pending.clear()
 
-    for row in _ordered(rows):
+    for row in _ordered(rows, until_run):
         if row.role == "tool":
             if row.tool_call_id in pending and pending[row.tool_call_id] is None:
                 pending[row.tool_call_id] = {
@@ -86,7 +94,7 @@ def to_model_messages(rows: list[ThreadMessage]) -> list[dict[str, Any]]:
 
 
 async def load_history(
-    session: AsyncSession, thread_id: UUID, system_prompt: str | None
+    session: AsyncSession, thread_id: UUID, system_prompt: str | None, run_id: UUID | None = None
 ) -> list[dict[str, Any]]:
     rows = list(
         await session.scalars(
@@ -96,7 +104,7 @@ async def load_history(
             .limit(HISTORY_LIMIT)
         )
     )
-    messages = to_model_messages(rows)
+    messages = to_model_messages(rows, run_id)
     while messages and messages[0]["role"] == "tool":
         messages.pop(0)  # the read window cut a turn in half
     return [{"role": "system", "content": system_prompt or DEFAULT_SYSTEM_PROMPT}, *messages]

@@ -153,7 +153,7 @@ class RunExecution:
                     name = delegate_tool_name(specialist.name)
                     if narrow is None or name in narrow:
                         delegates.setdefault(name, specialist)
-            history = await load_history(session, thread.id, agent.system_prompt)
+            history = await load_history(session, thread.id, agent.system_prompt, self.run.id)
         state = RunState(run=self.run, user=user, options=options)
         return (
             state,

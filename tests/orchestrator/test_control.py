@@ -5,7 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from uuid import UUID
 
+from sqlalchemy import update
+
+from app.db.models import Run
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
 
@@ -141,3 +145,38 @@ async def test_the_runner_serves_many_threads_at_once(api: OrchestratorApi) -> N
     api.llm.respond_with(lambda body: Text("ok"))
     results = await asyncio.gather(*(api.turn(f"hi {i}") for i in range(4)))
     assert [run["status"] for _, run in results] == ["completed"] * 4
+
+
+async def test_a_queued_message_is_not_in_the_earlier_runs_history(api: OrchestratorApi) -> None:
+    api.llm.script(
+        ToolCalls(Call("test_slow", {"action": "wait", "seconds": 0.3})),
+        Text("zero"),
+        Text("one"),
+        Text("two"),
+    )
+    thread_id = await api.new_thread()
+    await api.post(thread_id, "m0")
+    await api.wait_activity("in_progress", "test_slow")
+    await api.post(thread_id, "m1")
+    last = (await api.post(thread_id, "m2")).json()["run"]
+    await api.wait_run(thread_id, last["id"])
+    user_turns = [
+        [m["content"] for m in request["messages"] if m["role"] == "user"]
+        for request in api.llm.requests
+    ]
+    assert user_turns[2] == ["m0", "m1"]  # run 1 does not see m2, queued behind it
+    assert user_turns[3] == ["m0", "m1", "m2"]
+
+
+async def test_a_cancel_asked_by_another_process_is_noticed(api: OrchestratorApi) -> None:
+    api.llm.script(ToolCalls(Call("test_slow", {"action": "wait", "seconds": 60})))
+    thread_id = await api.new_thread()
+    run_id = (await api.post(thread_id, "slow")).json()["run"]["id"]
+    await api.wait_activity("in_progress", "test_slow")
+    # what another process's cancel endpoint writes (no in-process notification here)
+    await api.db.execute(update(Run).where(Run.id == UUID(run_id)).values(cancel_requested=True))
+    await api.db.commit()
+    run = await api.wait_run(thread_id, run_id, timeout=3)
+    assert run["status"] == "cancelled"
+    activity = (await api.tool_messages(thread_id))[0]["tool_activity"]
+    assert activity["error_type"] == "cancelled"
