@@ -16,37 +16,49 @@ class Frame(msgspec.Struct, kw_only=True, tag_field="type"):
 
 # Server → client
 class MessageFrame(Frame, tag="message"):
+    """A message was created or updated; apply it as an upsert by `message.id`."""
+
     thread_id: UUID
     seq: int
     message: ThreadMessageRead
 
 
 class DeltaFrame(Frame, tag="delta"):
+    """Assistant text as it streams; ephemeral (never replayed)."""
+
     thread_id: UUID
     message_id: UUID
     content: str
 
 
 class RunFrame(Frame, tag="run"):
+    """A run's status changed (also sent once after `subscribed`: the thread's latest run)."""
+
     thread_id: UUID
     run: RunRead
 
 
 class SubscribedFrame(Frame, tag="subscribed"):
+    """The replay of every change after `after_seq` is complete; live frames follow."""
+
     thread_id: UUID
     last_seq: int
 
 
 class ResetFrame(Frame, tag="reset"):
+    """The cursor cannot be served (it is ahead of the thread): refetch, then subscribe again."""
+
     thread_id: UUID
     last_seq: int
 
 
 class PongFrame(Frame, tag="pong"):
-    pass
+    """The answer to `ping`."""
 
 
 class ErrorFrame(Frame, tag="error"):
+    """A frame was refused (bad, unknown type, limit) or a thread is unknown; the socket stays open."""
+
     error_type: Literal["bad_frame", "unknown_type", "not_found", "limit", "unauthorized"]
     error: str
     allowed_types: list[str] | None = None
@@ -70,6 +82,8 @@ class SubscribeFrame(Frame, tag="subscribe", forbid_unknown_fields=True):
 
 
 class UnsubscribeFrame(Frame, tag="unsubscribe", forbid_unknown_fields=True):
+    """Stop receiving a thread's frames."""
+
     thread_id: UUID
 
 

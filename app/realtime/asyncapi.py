@@ -1,0 +1,139 @@
+"""The AsyncAPI document of `/api/ws`, generated from the frame Structs in events.py.
+
+uv run python -m app.realtime.asyncapi           # rewrite openapi/asyncapi.json
+uv run python -m app.realtime.asyncapi --check   # exit 1 if the file is out of date
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import msgspec
+
+from app.realtime import events
+from app.settings import PROJECT_ROOT
+
+ASYNCAPI_PATH = PROJECT_ROOT / "openapi" / "asyncapi.json"
+CLIENT_FRAMES: list[type[events.Frame]] = [
+    events.SubscribeFrame,
+    events.UnsubscribeFrame,
+    events.PingFrame,
+]
+SERVER_FRAMES: list[type[events.Frame]] = [
+    events.MessageFrame,
+    events.SubscribedFrame,
+    events.DeltaFrame,
+    events.RunFrame,
+    events.ResetFrame,
+    events.PongFrame,
+    events.ErrorFrame,
+]
+DESCRIPTION = """\
+One socket carries several thread subscriptions. Auth: `Authorization: Bearer <token>`
+or `?token=<token>`.
+
+Guarantee: a client that subscribes with the highest `seq` it has seen receives every
+message change after it, at least once, in ascending `seq` per thread. Applying
+`message` frames as upserts by id (ignoring a `seq` lower than the one held) makes its
+state equal `GET /api/threads/{thread_id}/messages`, across reconnects, server restarts
+and several server processes.
+
+On `subscribe` the server replays every message with `seq > after_seq` from the
+database, sends `subscribed` with `last_seq`, then the thread's latest run (`run`), then
+live frames. A cursor ahead of the thread gets `reset`: refetch, then subscribe again.
+
+Close codes: 4401 missing, invalid, expired or revoked token (the socket is accepted,
+then closed); 4408 idle (no client frame within the idle timeout: send `ping`);
+4429 too slow (the per-socket send queue overflowed: reconnect and resubscribe with
+your last `seq`, nothing is lost); 1011 server error (reconnect likewise).
+
+Limits (per socket; defaults, configurable): client frames of at most 4096 bytes, 20 frames/s
+with a burst of 60, 100 subscriptions; breaking one answers an `error` frame with
+`error_type` `limit` and the socket stays open. The server also answers protocol-level
+pings (uvicorn sends its own every 20 s).
+"""
+
+
+def _tag(struct: type[events.Frame]) -> str:
+    return str(struct.__struct_config__.tag)
+
+
+def _message(struct: type[events.Frame]) -> dict[str, Any]:
+    return {
+        "name": _tag(struct),
+        "title": struct.__name__,
+        "summary": (struct.__doc__ or "").strip(),
+        "contentType": "application/json",
+        "payload": {"$ref": f"#/components/schemas/{struct.__name__}"},
+    }
+
+
+def _operation(action: str, structs: list[type[events.Frame]], summary: str) -> dict[str, Any]:
+    return {
+        "action": action,
+        "summary": summary,
+        "channel": {"$ref": "#/channels/ws"},
+        "messages": [{"$ref": f"#/channels/ws/messages/{_tag(s)}"} for s in structs],
+    }
+
+
+def build_document() -> dict[str, Any]:
+    structs = CLIENT_FRAMES + SERVER_FRAMES
+    _, schemas = msgspec.json.schema_components(structs, ref_template="#/components/schemas/{name}")
+    return {
+        "asyncapi": "3.0.0",
+        "info": {"title": "Toolcells realtime API", "version": "1.0.0", "description": DESCRIPTION},
+        "servers": {"local": {"host": "localhost:8000", "protocol": "ws", "pathname": "/api/ws"}},
+        "channels": {
+            "ws": {
+                "address": "/api/ws",
+                "messages": {
+                    _tag(s): {"$ref": f"#/components/messages/{_tag(s)}"} for s in structs
+                },
+                "bindings": {
+                    "ws": {
+                        "query": {
+                            "type": "object",
+                            "properties": {"token": {"type": "string", "maxLength": 200}},
+                        },
+                        "headers": {
+                            "type": "object",
+                            "properties": {"Authorization": {"type": "string"}},
+                        },
+                    }
+                },
+            }
+        },
+        "operations": {
+            "receiveClientFrames": _operation("receive", CLIENT_FRAMES, "Frames the client sends."),
+            "sendServerFrames": _operation("send", SERVER_FRAMES, "Frames the server sends."),
+        },
+        "components": {
+            "schemas": schemas,
+            "messages": {_tag(s): _message(s) for s in structs},
+        },
+    }
+
+
+def render() -> str:
+    return json.dumps(build_document(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        current = ASYNCAPI_PATH.read_text() if ASYNCAPI_PATH.exists() else ""
+        if current != text:
+            print(f"{ASYNCAPI_PATH} is out of date: run `uv run python -m app.realtime.asyncapi`")
+            return 1
+        return 0
+    ASYNCAPI_PATH.parent.mkdir(exist_ok=True)
+    ASYNCAPI_PATH.write_text(text)
+    print(f"wrote {ASYNCAPI_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
