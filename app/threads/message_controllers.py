@@ -13,6 +13,7 @@ from app.db.models import User
 from app.lib.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from app.lib.problems import problems
 from app.threads import messages
+from app.threads.message_reads import list_owned_messages
 from app.threads.schemas import MessageCreate, MessagePage, MessagePosted, ThreadMessageRead
 from app.threads.serializers import message_read, run_read
 from app.threads.services import get_owned_thread
@@ -59,9 +60,13 @@ class MessageController(Controller):
     ) -> MessagePage:
         """`after_seq`: changes after a seq, ascending; `before_position`: older history;
         neither: the latest page. Items are always in ascending order."""
-        thread = await get_owned_thread(db_session, current_user, thread_id)
-        return await messages.list_messages(
-            db_session, thread, limit=limit, after_seq=after_seq, before_position=before_position
+        return await list_owned_messages(
+            db_session,
+            current_user,
+            thread_id,
+            limit=limit,
+            after_seq=after_seq,
+            before_position=before_position,
         )
 
     @get("/{message_id:uuid}", operation_id="GetMessage", responses=problems(404))

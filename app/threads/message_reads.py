@@ -1,19 +1,24 @@
 """The message-page read path, kept lean because the app polls it.
 
-Rows are selected as plain columns (no ORM identity map or change tracking), and a tool
-activity goes from the database's JSON text straight to its Struct in one msgspec decode
-instead of json.loads plus a conversion. The result equals `serializers.message_read`.
+One statement reads the page and checks ownership (joined with the thread, which also
+gives `last_seq` from the same snapshot); only an empty result needs a second query to
+tell "not yours / no such thread" (404) from "no messages". Rows are plain columns (no
+ORM identity map), and a tool activity goes from the database's JSON text to its Struct
+in one msgspec decode. Items equal `serializers.message_read` of the same rows.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 import msgspec
 from sqlalchemy import Select, Text, cast, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import ThreadMessage
-from app.threads.schemas import ThreadMessageRead, ToolActivity
+from app.db.models import Thread, ThreadMessage, User
+from app.threads.schemas import MessagePage, ThreadMessageRead, ToolActivity
+from app.threads.services import get_owned_thread
 
 _activity = msgspec.json.Decoder(ToolActivity)
 # SQL NULL, a JSON null and an empty object all mean "no tool activity".
@@ -54,4 +59,42 @@ def row_to_read(row: Any) -> ThreadMessageRead:
         tool_activity=None if activity in _NO_ACTIVITY else _activity.decode(activity),
         created_at=row.created_at,
         updated_at=row.updated_at,
+    )
+
+
+async def list_owned_messages(
+    session: AsyncSession,
+    user: User,
+    thread_id: UUID,
+    *,
+    limit: int,
+    after_seq: int | None,
+    before_position: int | None,
+) -> MessagePage:
+    """`after_seq`: every message changed after it, ascending seq; otherwise the page
+    before `before_position` (or the latest), ascending position."""
+    base = (
+        select_message_rows()
+        .add_columns(Thread.last_seq.label("thread_last_seq"))
+        .join(Thread, Thread.id == ThreadMessage.thread_id)
+        .where(ThreadMessage.thread_id == thread_id, Thread.owner_id == user.id)
+        .limit(limit + 1)
+    )
+    if after_seq is not None:
+        query = base.where(ThreadMessage.seq > after_seq).order_by(ThreadMessage.seq)
+    else:
+        query = base.order_by(ThreadMessage.position.desc())
+        if before_position is not None:
+            query = query.where(ThreadMessage.position < before_position)
+    rows = list((await session.execute(query)).all())
+    if not rows:
+        thread = await get_owned_thread(session, user, thread_id)  # 404 unless it is yours
+        return MessagePage(items=[], last_seq=thread.last_seq, has_more=False)
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    if after_seq is None:
+        rows.reverse()
+    last_seq = max(rows[0].thread_last_seq, *(row.seq for row in rows))
+    return MessagePage(
+        items=[row_to_read(row) for row in rows], last_seq=last_seq, has_more=has_more
     )

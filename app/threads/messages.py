@@ -14,36 +14,9 @@ from app.db.models import Agent, Run, Thread, ThreadMessage
 from app.db.models.run import ACTIVE_RUN_STATUSES
 from app.lib.problems import ProblemException
 from app.orchestrator.runs import queue_run
-from app.threads.message_reads import row_to_read, select_message_rows
-from app.threads.schemas import MessageCreate, MessagePage
+from app.threads.schemas import MessageCreate
 from app.threads.writer import create_message, lock_thread
 from app.tools.toolsets import get_agent_type
-
-
-async def list_messages(
-    session: AsyncSession,
-    thread: Thread,
-    *,
-    limit: int,
-    after_seq: int | None,
-    before_position: int | None,
-) -> MessagePage:
-    base = select_message_rows().where(ThreadMessage.thread_id == thread.id).limit(limit + 1)
-    if after_seq is not None:
-        query = base.where(ThreadMessage.seq > after_seq).order_by(ThreadMessage.seq)
-    else:
-        query = base.order_by(ThreadMessage.position.desc())
-        if before_position is not None:
-            query = query.where(ThreadMessage.position < before_position)
-    rows = list((await session.execute(query)).all())
-    has_more = len(rows) > limit
-    rows = rows[:limit]
-    if after_seq is None:
-        rows.reverse()
-    last_seq = max([thread.last_seq, *(row.seq for row in rows)])
-    return MessagePage(
-        items=[row_to_read(row) for row in rows], last_seq=last_seq, has_more=has_more
-    )
 
 
 async def get_message(session: AsyncSession, thread: Thread, message_id: UUID) -> ThreadMessage:
