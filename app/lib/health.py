@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Literal
 
 from litestar import Response, get
+from litestar.openapi.datastructures import ResponseSpec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -14,7 +15,13 @@ class Health(Schema):
     database: Literal["ok", "unavailable"]
 
 
-@get("/api/health", operation_id="GetHealth", tags=["health"], security=[])
+@get(
+    "/api/health",
+    operation_id="GetHealth",
+    tags=["health"],
+    security=[],
+    responses={503: ResponseSpec(Health, description="The database is unreachable")},
+)
 async def health(db_session: AsyncSession) -> Response[Health]:
     """Liveness and database reachability; no auth."""
     try:
