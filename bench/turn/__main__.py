@@ -177,6 +177,12 @@ async def bench(database_url: str, turns: int, warmup: int) -> None:
         f"tool phase  p50 {pct(tools, 0.5):6.1f} ms   -> {pct(tools, 0.5) / 3:5.1f} ms per tool activity"
         " (assistant+3 cells in one commit, 3 runs + 3 final writes)"
     )
+    fake = llm.handler_seconds[-2 * turns :]
+    print(
+        f"fake model  mean {1000 * sum(fake) / turns:6.1f} ms per turn"
+        " (its own ASGI handler time for the 2 requests; the rest of the model door is"
+        " litellm + loopback HTTP)"
+    )
     rest = [lat - m - t for lat, m, t in zip(latencies, model, tools, strict=True)]
     print(
         f"rest        p50 {pct(rest, 0.5):6.1f} ms   (POST, claim, history, final message + run commit)"

@@ -12,10 +12,11 @@ from uuid import UUID
 import httpx
 import msgspec
 from litestar import Litestar
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Agent, Run
+from app.db.models import Agent, Run, ThreadMessage
+from app.orchestrator.runs import OPEN_TOOL_STATUSES as OPEN
 from app.realtime.events import Frame, MessageFrame, RunFrame
 from app.realtime.publisher import InProcessPublisher, get_publisher
 from tests.conftest import ApiUser, make_api_user
@@ -159,3 +160,8 @@ class OrchestratorApi:
             execution.stop("cancelled")
         async with asyncio.timeout(timeout), worker.finished:
             await worker.finished.wait_for(lambda: not worker.executions)
+        # the contract's invariant, checked after every test: no cell is left open
+        self.db.expire_all()
+        tools = await self.db.scalars(select(ThreadMessage).where(ThreadMessage.role == "tool"))
+        still_open = [m.tool_activity for m in tools if m.tool_activity["status"] in OPEN]
+        assert not still_open, still_open

@@ -73,6 +73,7 @@ def _split(text: str, pieces: int) -> list[str]:
 class FakeLLM:
     def __init__(self, responder: Responder | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.handler_seconds: list[float] = []  # the fake model's own time per request
         self._queue: list[Response] = []
         self._responder = responder
         self._arrived = asyncio.Condition()
@@ -128,6 +129,13 @@ class FakeLLM:
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":
             return
+        started = time.perf_counter()
+        try:
+            await self._serve(receive, send)
+        finally:
+            self.handler_seconds.append(time.perf_counter() - started)
+
+    async def _serve(self, receive: Callable, send: Callable) -> None:
         raw = b""
         while True:
             message = await receive()
