@@ -84,7 +84,7 @@ def wrk(url: str, duration: int, connections: int, token: str | None) -> Result:
     return Result(rps, p99)
 
 
-def bench_dialect(dialect: str, duration: int, connections: int) -> tuple[Result, Result, Result]:
+def bench_dialect(dialect: str, duration: int, connections: int) -> dict[str, Result]:
     cleanup = None
     tmp = None
     if dialect == "sqlite":
@@ -107,12 +107,14 @@ def bench_dialect(dialect: str, duration: int, connections: int) -> tuple[Result
             # Warm both paths (connection pools, caches) before measuring.
             wrk(f"{base}/bench/bare", 1, connections, None)
             wrk(page_url, 1, connections, TOKEN)
-            bare = wrk(f"{base}/bench/bare", duration, connections, None)
-            # GET /api/me is authentication alone (one indexed query): the floor any
-            # authenticated endpoint pays, for context.
-            me = wrk(f"{base}/api/me", duration, connections, TOKEN)
-            latest = wrk(page_url, duration, connections, TOKEN)
-            return bare, me, latest
+            return {
+                "bare": wrk(f"{base}/bench/bare", duration, connections, None),
+                # Context: one trivial query through the request session, and GET /api/me
+                # (authentication alone), the floors below the page's cost.
+                "select1": wrk(f"{base}/bench/select1", duration, connections, None),
+                "me": wrk(f"{base}/api/me", duration, connections, TOKEN),
+                "latest": wrk(page_url, duration, connections, TOKEN),
+            }
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -131,15 +133,15 @@ def main() -> None:
     args = parser.parse_args()
     if not shutil.which("wrk"):
         sys.exit("wrk is required (apt-get install wrk)")
-    header = ("dialect", "bare req/s", "p99", "/api/me req/s", "p99", "latest page req/s")
-    print("{:<11} {:>11} {:>8} {:>14} {:>8} {:>18}".format(*header), "p99".rjust(8), "ratio")
+    columns = [("bare", "bare"), ("select1", "SELECT 1"), ("me", "/api/me"), ("latest", "page")]
+    print(
+        f"{'dialect':<11}", *(f"{label + ' req/s':>15} {'p99':>8}" for _, label in columns), "ratio"
+    )
     for dialect in args.dialects.split(","):
-        bare, me, latest = bench_dialect(dialect.strip(), args.duration, args.connections)
-        print(
-            f"{dialect:<11} {bare.rps:>11.0f} {bare.p99:>8} {me.rps:>14.0f} {me.p99:>8} "
-            f"{latest.rps:>18.0f} {latest.p99:>8} {latest.rps / bare.rps:>6.1%}",
-            flush=True,
-        )
+        results = bench_dialect(dialect.strip(), args.duration, args.connections)
+        cells = [f"{results[key].rps:>15.0f} {results[key].p99:>8}" for key, _ in columns]
+        ratio = results["latest"].rps / results["bare"].rps
+        print(f"{dialect:<11}", *cells, f"{ratio:.1%}", flush=True)
 
 
 if __name__ == "__main__":
