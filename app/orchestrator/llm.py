@@ -236,7 +236,8 @@ def fit_to_context(
     groups = _groups([m for m in messages if m.get("role") != "system"])
     while len(groups) > 1:
         kept = system + [m for g in groups for m in g]
-        if litellm.token_counter(model=model, messages=kept, tools=tools) <= budget:
+        counted = litellm.token_counter(model=model, messages=kept, tools=tools)  # type: ignore[arg-type]
+        if counted <= budget:
             return kept
         groups.pop(0)
         while len(groups) > 1 and groups[0][0].get("role") != "user":
@@ -248,9 +249,9 @@ def fit_to_context(
 class DemoLLM(CustomLLM):
     """`demo/<anything>`: streams text or real tool calls for simple intents."""
 
-    async def astreaming(
+    async def astreaming(  # type: ignore[override]  # litellm iterates what it returns
         self, model: str, messages: list, *args: Any, **kwargs: Any
-    ) -> AsyncIterator[Any]:  # type: ignore[override]
+    ) -> AsyncIterator[Any]:
         optional = kwargs.get("optional_params") or {}
         reply = demo_reply(messages, optional.get("tools"))
         for piece in split_text(reply.text) if reply.text else ():
