@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from uuid import UUID
@@ -91,3 +92,19 @@ class RunState:
     cache: ToolCallCache = field(default_factory=ToolCallCache)
     tool_state: dict[str, Any] = field(default_factory=dict)
     calls_made: int = 0
+    deadline: asyncio.Timeout | None = None  # the run's timeout; approval waits pause it
+
+    @contextlib.asynccontextmanager
+    async def deadline_paused(self, longest: float) -> AsyncIterator[None]:
+        """Time spent waiting for the user does not count against the run's timeout."""
+        deadline, loop = self.deadline, asyncio.get_running_loop()
+        when = deadline.when() if deadline is not None else None
+        if deadline is None or when is None:
+            yield
+            return
+        started = loop.time()
+        deadline.reschedule(max(when, started) + longest + 5)
+        try:
+            yield
+        finally:
+            deadline.reschedule(when + (loop.time() - started))

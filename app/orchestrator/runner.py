@@ -65,7 +65,8 @@ class RunExecution:
             state, spec, messages = await self._prepare()
             self._state = state
             timeout = spec.config.run_timeout_seconds
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout) as deadline:
+                state.deadline = deadline
                 await self._main(state, spec, messages)
         except asyncio.CancelledError:
             if (task := asyncio.current_task()) is not None:

@@ -143,7 +143,8 @@ class ToolCallRunner:
             return await self.delegate(planned, planned.delegate)
         if planned.status == "awaiting_approval":
             assert planned.message is not None
-            planned.message = await wait_for_decision(self.deps, planned.message)
+            async with self.state.deadline_paused(self.deps.settings.approval_ttl_seconds):
+                planned.message = await wait_for_decision(self.deps, planned.message)
             if (planned.message.tool_activity or {}).get("status") != "in_progress":
                 return None
         ctx = ToolContext(
