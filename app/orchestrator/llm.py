@@ -86,7 +86,8 @@ def map_error(exc: Exception) -> LLMError:
             f"The model provider is rate limiting: {detail}",
             retry_after=_retry_after(exc),
         )
-    if isinstance(exc, litellm.Timeout | TimeoutError):
+    # a stalled stream surfaces as a connection/500 error mentioning a read timeout
+    if isinstance(exc, litellm.Timeout | TimeoutError) or "timeout on reading" in str(exc).lower():
         return LLMError("timeout", "The model did not answer in time.")
     if isinstance(exc, litellm.APIConnectionError):
         return LLMError("connection", f"Could not reach the model provider: {detail}")
