@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import ApiToken, User
@@ -50,16 +50,24 @@ async def issue_token(session: AsyncSession, user: User, ttl_days: int) -> tuple
     return raw, token
 
 
+# Built once (statement construction costs more than the indexed lookup itself); one
+# row, the user, for a token that is neither revoked nor expired.
+_USER_FOR_TOKEN = (
+    select(User)
+    .join(ApiToken, ApiToken.user_id == User.id)
+    .where(
+        ApiToken.token_hash == bindparam("digest"),
+        ApiToken.revoked_at.is_(None),
+        ApiToken.expires_at > bindparam("now"),
+    )
+)
+
+
 async def user_for_token(session: AsyncSession, raw_token: str) -> User | None:
     """The user a live (unexpired, unrevoked) token belongs to."""
-    token = await session.scalar(
-        select(ApiToken).where(
-            ApiToken.token_hash == token_digest(raw_token),
-            ApiToken.revoked_at.is_(None),
-            ApiToken.expires_at > utcnow(),
-        )
+    return await session.scalar(
+        _USER_FOR_TOKEN, {"digest": token_digest(raw_token), "now": utcnow()}
     )
-    return token.user if token else None
 
 
 async def revoke_token(session: AsyncSession, raw_token: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-from sqlalchemy import Select, Text, cast, select
+from sqlalchemy import Select, Text, bindparam, cast, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Thread, ThreadMessage, User
@@ -62,6 +62,32 @@ def row_to_read(row: Any) -> ThreadMessageRead:
     )
 
 
+def _page_statement(order: str, *, before: bool = False, after: bool = False) -> Select[Any]:
+    query = (
+        select_message_rows()
+        .add_columns(Thread.last_seq.label("thread_last_seq"))
+        .join(Thread, Thread.id == ThreadMessage.thread_id)
+        .where(
+            ThreadMessage.thread_id == bindparam("thread_id"),
+            Thread.owner_id == bindparam("owner_id"),
+        )
+        .limit(bindparam("limit"))
+    )
+    if before:
+        query = query.where(ThreadMessage.position < bindparam("bound"))
+    if after:
+        query = query.where(ThreadMessage.seq > bindparam("bound"))
+    if order == "seq":
+        return query.order_by(ThreadMessage.seq)
+    return query.order_by(ThreadMessage.position.desc())
+
+
+# Built once: constructing a statement and its cache key costs more than running it.
+_LATEST = _page_statement("position")
+_BEFORE = _page_statement("position", before=True)
+_AFTER = _page_statement("seq", after=True)
+
+
 async def list_owned_messages(
     session: AsyncSession,
     user: User,
@@ -73,20 +99,14 @@ async def list_owned_messages(
 ) -> MessagePage:
     """`after_seq`: every message changed after it, ascending seq; otherwise the page
     before `before_position` (or the latest), ascending position."""
-    base = (
-        select_message_rows()
-        .add_columns(Thread.last_seq.label("thread_last_seq"))
-        .join(Thread, Thread.id == ThreadMessage.thread_id)
-        .where(ThreadMessage.thread_id == thread_id, Thread.owner_id == user.id)
-        .limit(limit + 1)
-    )
+    params: dict[str, Any] = {"thread_id": thread_id, "owner_id": user.id, "limit": limit + 1}
     if after_seq is not None:
-        query = base.where(ThreadMessage.seq > after_seq).order_by(ThreadMessage.seq)
+        statement, params["bound"] = _AFTER, after_seq
+    elif before_position is not None:
+        statement, params["bound"] = _BEFORE, before_position
     else:
-        query = base.order_by(ThreadMessage.position.desc())
-        if before_position is not None:
-            query = query.where(ThreadMessage.position < before_position)
-    rows = list((await session.execute(query)).all())
+        statement = _LATEST
+    rows = list((await session.execute(statement, params)).all())
     if not rows:
         thread = await get_owned_thread(session, user, thread_id)  # 404 unless it is yours
         return MessagePage(items=[], last_seq=thread.last_seq, has_more=False)
