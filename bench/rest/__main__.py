@@ -77,7 +77,7 @@ def wrk(url: str, duration: int, connections: int, token: str | None) -> Result:
         command += ["-H", f"Authorization: Bearer {token}"]
     out = subprocess.run([*command, url], capture_output=True, text=True, check=True).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    p99 = re.search(r"99%\s+(\S+)", out).group(1)  # type: ignore[union-attr]
+    p99 = re.search(r"^\s+99%\s+(\S+)", out, re.MULTILINE).group(1)  # type: ignore[union-attr]
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if non_2xx:
         raise RuntimeError(f"{url}: {non_2xx.group(1)} error responses\n{out}")
