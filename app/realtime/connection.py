@@ -1,9 +1,10 @@
 """One authenticated socket: its send queue, its subscriptions and its limits.
 
-Every frame to the client goes through one bounded queue drained by one sender task, so
-frames of a thread keep their order. Replay and back-fill wait for room in the queue
-(for at most `SEND_TIMEOUT`); live frames never wait: a client whose queue is full
-cannot keep up and is closed with 4429, and it resumes from its last seq.
+Every frame to the client goes through one bounded queue drained by one sender task
+(started when there is something to send, gone when idle), so frames of a thread keep
+their order. Replay and back-fill wait for room in the queue (for at most
+`SEND_TIMEOUT`); live frames never wait: a client whose queue is full cannot keep up and
+is closed with 4429, and it resumes from its last seq.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from uuid import UUID
 
 import msgspec
@@ -63,33 +65,51 @@ class Connection:
             settings,
         )
         self.subscriptions: dict[UUID, ThreadSubscription] = {}
-        self._queue: asyncio.Queue[str] = asyncio.Queue(maxsize=settings.ws_send_queue_size)
+        self._outbox: deque[str] = deque()
+        self._sender: asyncio.Task[None] | None = None
+        self._room: asyncio.Event | None = None  # set when the sender takes a frame out
         self._bucket = TokenBucket(settings.ws_frame_rate, settings.ws_frame_burst)
         self._close_code: int | None = None
-        self._closing = asyncio.Event()
+        self._closing = False
+        self._task: asyncio.Task[None] | None = None
 
     # -- sending -------------------------------------------------------------------
     def push_live(self, text: str) -> None:
-        try:
-            self._queue.put_nowait(text)
-        except asyncio.QueueFull:
+        if len(self._outbox) >= self.settings.ws_send_queue_size:
             self.close(CLOSE_TOO_SLOW)
+            return
+        self._outbox.append(text)
+        self._start_sender()
 
     async def send_text(self, text: str) -> None:
-        try:
-            async with asyncio.timeout(SEND_TIMEOUT):
-                await self._queue.put(text)
-        except TimeoutError:
-            self.close(CLOSE_TOO_SLOW)
-            raise ClientTooSlow from None
+        """Queue a frame, waiting for room (replay, back-fill, answers to the client)."""
+        while len(self._outbox) >= self.settings.ws_send_queue_size:
+            self._room = self._room or asyncio.Event()
+            self._room.clear()
+            try:
+                async with asyncio.timeout(SEND_TIMEOUT):
+                    await self._room.wait()
+            except TimeoutError:
+                self.close(CLOSE_TOO_SLOW)
+                raise ClientTooSlow from None
+        self._outbox.append(text)
+        self._start_sender()
+
+    def _start_sender(self) -> None:
+        if self._sender is None and not self._closing:
+            self._sender = asyncio.create_task(self._send_loop())
 
     async def send_frame(self, frame: Frame) -> None:
         await self.send_text(_encode(frame).decode())
 
-    def close(self, code: int) -> None:
-        if self._close_code is None:
-            self._close_code = code
-        self._closing.set()
+    def close(self, code: int | None) -> None:
+        """End the connection (with `code`, or None when the client is already gone)."""
+        if self._closing:
+            return
+        self._closing = True
+        self._close_code = code
+        if self._task is not None and self._task is not asyncio.current_task():
+            self._task.cancel()
 
     def abort_slow_or_broken(self) -> None:
         self.close(1011)
@@ -99,9 +119,16 @@ class Connection:
             del self.subscriptions[subscription.thread_id]
 
     async def _send_loop(self) -> None:
-        while True:
-            text = await self._queue.get()
-            await self.socket.send_text(text)
+        try:
+            while self._outbox:
+                text = self._outbox.popleft()
+                if self._room is not None:
+                    self._room.set()
+                await self.socket.send_text(text)
+        except Exception:  # the client is gone
+            self.close(None)
+        finally:
+            self._sender = None
 
     # -- receiving -----------------------------------------------------------------
     async def _receive_loop(self) -> None:
@@ -110,7 +137,7 @@ class Connection:
                 async with asyncio.timeout(self.settings.ws_idle_timeout_seconds):
                     message = await self.socket.receive()
             except TimeoutError:
-                self.close(CLOSE_IDLE)
+                self._close_code, self._closing = CLOSE_IDLE, True
                 return
             if message["type"] == "websocket.disconnect":
                 return
@@ -176,18 +203,22 @@ class Connection:
 
     # -- lifetime ------------------------------------------------------------------
     async def serve(self) -> None:
-        sender = asyncio.create_task(self._send_loop())
-        receiver = asyncio.create_task(self._receive_loop())
-        closing = asyncio.create_task(self._closing.wait())
+        """Receive in this task, send in another; `close()` cancels this one."""
+        self._task = asyncio.current_task()
         try:
-            await asyncio.wait({sender, receiver, closing}, return_when=asyncio.FIRST_COMPLETED)
+            await self._receive_loop()
+        except ClientTooSlow:
+            pass  # an answer to the client could not be queued: closing with 4429
+        except asyncio.CancelledError:
+            if not self._closing or self._task is None or self._task.uncancel():
+                raise  # cancelled from outside (server shutdown), not by close()
         finally:
-            for task in (receiver, closing):
-                task.cancel()
+            self._closing = True
             await asyncio.gather(*(s.stop() for s in list(self.subscriptions.values())))
             self.subscriptions.clear()
-            sender.cancel()
-            await asyncio.gather(sender, receiver, closing, return_exceptions=True)
+            if self._sender is not None:
+                self._sender.cancel()
+                await asyncio.gather(self._sender, return_exceptions=True)
         if self._close_code is not None:
             # The close frame may be stuck behind unsent data of a slow client; don't wait.
             with contextlib.suppress(Exception):

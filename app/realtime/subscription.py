@@ -3,11 +3,15 @@
 Order of work (DESIGN.md, "the database is the truth"):
 1. subscribe to the thread's channel, and wait until a probe published to it comes back,
    so the pub/sub backend (Redis acknowledges SUBSCRIBE asynchronously) is listening;
+   events before the probe are dropped: they were committed before step 2 reads;
 2. replay every message with seq > after_seq from the database, ascending;
 3. send `subscribed` (last_seq = the highest seq delivered), then the thread's latest run;
 4. forward live events, dropping any seq already sent; a gap (or a by-reference message)
-   is back-filled from the database. Anything published before step 2's read is in the
-   database, so events received before the probe are dropped.
+   is back-filled from the database while later events wait in a buffer.
+
+Live events arrive through a callback (`CallbackSubscriber`), not a queue and a task per
+subscription: an idle subscription costs a few small objects, and a task exists only
+while a replay or back-fill reads the database.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import msgspec
@@ -29,15 +34,34 @@ from app.threads.serializers import message_read, run_read
 if TYPE_CHECKING:
     from app.realtime.connection import Connection
 
+logger = logging.getLogger(__name__)
+_encode = msgspec.json.Encoder().encode
+PAGE_SIZE = 200
+PROBE_TIMEOUT = 5.0
+
 
 class ClientTooSlow(Exception):
     """Raised by a send that waited too long for room in the socket's queue."""
 
 
-logger = logging.getLogger(__name__)
-_encode = msgspec.json.Encoder().encode
-PAGE_SIZE = 200
-PROBE_TIMEOUT = 5.0
+class CallbackSubscriber(Subscriber):
+    """A channels Subscriber that hands each event to a callback (no queue, no task)."""
+
+    def __init__(self, plugin: Any, max_backlog: int | None = None, backlog_strategy: Any = None):
+        self._plugin, self._backend, self._task = plugin, plugin._backend, None
+        self.on_payload: Callable[[bytes], None] | None = None
+
+    def put_nowait(self, item: bytes | None) -> bool:
+        if item is not None and self.on_payload is not None:
+            self.on_payload(item)
+        return True
+
+    async def put(self, item: bytes | None) -> None:
+        self.put_nowait(item)
+
+    @property
+    def qsize(self) -> int:
+        return 0
 
 
 class ThreadSubscription:
@@ -47,23 +71,30 @@ class ThreadSubscription:
         self.after_seq = after_seq
         self.sent_seq = after_seq
         self._run_ranks: dict[str, int] = {}
-        self.task = asyncio.create_task(self._run(), name=f"ws-sub-{thread_id}")
+        self._subscriber: CallbackSubscriber | None = None
+        self._probe: bytes | None = None
+        self._probe_seen: asyncio.Event | None = None
+        self._buffer: list[bytes] | None = []  # not None while replaying or back-filling
+        self.task: asyncio.Task[None] | None = asyncio.create_task(self._start())
 
     async def stop(self) -> None:
-        self.task.cancel()
-        # Cancelled or already failed: either way it has ended.
-        with contextlib.suppress(BaseException):
-            await self.task
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(BaseException):  # cancelled or already failed: it ended
+                await self.task
+        if self._subscriber is not None:
+            subscriber, self._subscriber = self._subscriber, None
+            subscriber.on_payload = None
+            channels = self.connection.channels
+            await channels.unsubscribe(subscriber, channels.channel_for(self.thread_id))
 
-    async def _run(self) -> None:
-        # Consuming the subscriber in this task is what `run_in_background` does, in one
-        # task instead of two; the connection cancels it when the socket goes away, so it
-        # never hangs the way `iter_events()` in a handler can.
+    async def _start(self) -> None:
         conn = self.connection
-        store, channels = conn.channels.store, conn.channels
+        channels = conn.channels
         try:
-            last_seq = await store.thread_last_seq(self.thread_id, conn.user_id)
+            last_seq = await channels.store.thread_last_seq(self.thread_id, conn.user_id)
             if last_seq is None:
+                conn.forget(self)
                 await conn.send_frame(
                     ErrorFrame(
                         error_type="not_found", error="Thread not found.", thread_id=self.thread_id
@@ -71,36 +102,94 @@ class ThreadSubscription:
                 )
                 return
             if self.after_seq > last_seq:  # a cursor from another history: refetch
+                conn.forget(self)
                 await conn.send_frame(ResetFrame(thread_id=self.thread_id, last_seq=last_seq))
                 return
-            async with channels.start_subscription(channels.channel_for(self.thread_id)) as sub:
-                await self._await_probe(sub)
-                await self._backfill()
-                await conn.send_frame(
-                    SubscribedFrame(thread_id=self.thread_id, last_seq=self.sent_seq)
-                )
-                await self._send_latest_run()
-                async for payload in sub.iter_events():
-                    await self._on_event(decode_event(payload))
+            await self._listen()
+            await self._backfill()
+            await conn.send_frame(SubscribedFrame(thread_id=self.thread_id, last_seq=self.sent_seq))
+            await self._send_latest_run()
+            self._go_live()
         except ClientTooSlow:
             pass  # the connection is closing with 4429
         except Exception:
             logger.exception("subscription to thread %s failed", self.thread_id)
             conn.abort_slow_or_broken()
-        finally:
-            conn.forget(self)
 
-    async def _await_probe(self, subscriber: Subscriber) -> None:
+    async def _listen(self) -> None:
+        """Subscribe, then wait for our own probe to come back through the backend."""
         channels = self.connection.channels
-        probe = encode_probe(uuid.uuid4().hex)
-        channels.publish(probe, channels.channel_for(self.thread_id))
+        channel = channels.channel_for(self.thread_id)
+        self._probe, self._probe_seen = encode_probe(uuid.uuid4().hex), asyncio.Event()
+        subscriber = await channels.subscribe(channel)
+        assert isinstance(subscriber, CallbackSubscriber)
+        self._subscriber = subscriber
+        subscriber.on_payload = self._on_payload
+        channels.publish(self._probe, channel)
         try:
             async with asyncio.timeout(PROBE_TIMEOUT):
-                async for payload in subscriber.iter_events():
-                    if payload == probe:
-                        return
+                await self._probe_seen.wait()
         except TimeoutError:  # the backend is slow or down: gaps will still be back-filled
             logger.warning("no probe echo on thread %s; continuing", self.thread_id)
+        self._probe, self._probe_seen = None, None
+
+    def _on_payload(self, payload: bytes) -> None:
+        # Runs in the channels plugin's receiving task, for every subscriber: never block,
+        # never raise.
+        try:
+            if self._probe is not None:
+                if payload == self._probe and self._probe_seen is not None:
+                    self._probe_seen.set()
+                    self._probe = None
+                return  # before our probe: the replay that follows has it
+            if self._buffer is not None:
+                self._buffer.append(payload)
+                return
+            self._handle(decode_event(payload))
+        except Exception:
+            logger.exception("forwarding an event of thread %s failed", self.thread_id)
+            self.connection.abort_slow_or_broken()
+
+    def _handle(self, event: ChannelEvent) -> None:
+        if event.kind in ("m", "r"):
+            if event.seq <= self.sent_seq:
+                return  # already delivered (replay, back-fill, or a duplicate publish)
+            if event.kind == "m" and event.seq == self.sent_seq + 1:
+                self.sent_seq = event.seq
+                self.connection.push_live(event.body.decode())
+                return
+            # a gap (a lost or reordered publish) or a message too big to carry
+            self._buffer = []
+            self.task = asyncio.create_task(self._backfill_then_go_live())
+        elif event.kind == "R":
+            run_id, _, status = event.key.partition(":")
+            rank = RUN_STATUS_RANK.get(status, 0)
+            if rank < self._run_ranks.get(run_id, -1):
+                return  # an older state arriving late (publishes from several processes)
+            self._run_ranks[run_id] = rank
+            self.connection.push_live(event.body.decode())
+        elif event.kind == "d":
+            self.connection.push_live(event.body.decode())
+
+    def _go_live(self) -> None:
+        """Forward what waited in the buffer, then events as they come."""
+        waiting, self._buffer = self._buffer or [], None
+        self.task = None
+        for index, payload in enumerate(waiting):
+            self._handle(decode_event(payload))
+            if self._buffer is not None:  # a gap started another back-fill
+                self._buffer[:0] = waiting[index + 1 :]
+                return
+
+    async def _backfill_then_go_live(self) -> None:
+        try:
+            await self._backfill()
+            self._go_live()
+        except ClientTooSlow:
+            pass
+        except Exception:
+            logger.exception("back-fill of thread %s failed", self.thread_id)
+            self.connection.abort_slow_or_broken()
 
     async def _backfill(self) -> None:
         """Send every change after `sent_seq` from the database, page by page."""
@@ -122,22 +211,3 @@ class ThreadSubscription:
         if run is not None:
             self._run_ranks[str(run.id)] = RUN_STATUS_RANK.get(run.status, 0)
             await self.connection.send_frame(RunFrame(thread_id=self.thread_id, run=run_read(run)))
-
-    async def _on_event(self, event: ChannelEvent) -> None:
-        if event.kind in ("m", "r"):
-            if event.seq <= self.sent_seq:
-                return  # already delivered (replay, back-fill, or a duplicate publish)
-            if event.kind == "m" and event.seq == self.sent_seq + 1:
-                self.sent_seq = event.seq
-                self.connection.push_live(event.body.decode())
-                return
-            await self._backfill()  # a gap: a lost or reordered publish, or a big message
-        elif event.kind == "R":
-            run_id, _, status = event.key.partition(":")
-            rank = RUN_STATUS_RANK.get(status, 0)
-            if rank < self._run_ranks.get(run_id, -1):
-                return  # an older state arriving late (publishes from several processes)
-            self._run_ranks[run_id] = rank
-            self.connection.push_live(event.body.decode())
-        elif event.kind == "d":
-            self.connection.push_live(event.body.decode())
