@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import httpx
@@ -108,6 +109,14 @@ async def test_malformed_frames_answer_errors_and_keep_the_socket(
             assert error["allowed_types"] == ["subscribe", "unsubscribe", "ping"]
         await ws.send({"type": "ping"})
         await ws.wait_type("pong")
+
+
+async def test_protocol_and_app_pings_are_answered(server: Server, alice: ApiUser) -> None:
+    async with WsClient.connect(server.ws, alice.token) as ws:
+        async with asyncio.timeout(5):
+            await (await ws.conn.ping())  # a protocol ping: the server answers with a pong
+        await ws.send({"type": "ping"})
+        assert await ws.wait_type("pong") == {"type": "pong"}
 
 
 async def test_binary_frames_are_accepted(server: Server, alice: ApiUser) -> None:
