@@ -16,7 +16,7 @@ from app.agents.controllers import AgentController
 from app.cli.plugin import CLIPlugin
 from app.db.config import build_sqlalchemy_config
 from app.lib.health import health
-from app.lib.openapi import StrictStructSchemaPlugin
+from app.lib.openapi import OptionalLiteralSchemaPlugin, StrictStructSchemaPlugin
 from app.lib.problems import problem_details_plugin
 from app.orchestrator.plugin import OrchestratorPlugin
 from app.realtime.channels import RealtimeChannels
@@ -76,6 +76,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             problem_details_plugin(),
             CLIPlugin(),
             StrictStructSchemaPlugin(),
+            OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
             OrchestratorPlugin(settings, db_config),  # last: its lifespan exits first
         ],

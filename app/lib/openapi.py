@@ -8,11 +8,12 @@ or fuzzer that trusts the spec would then send bodies we reject.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 import msgspec
 from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
 from litestar.openapi.spec import OpenAPIType, Schema
+from litestar.plugins import OpenAPISchemaPlugin
 
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
@@ -72,3 +73,47 @@ class StrictStructSchemaPlugin(StructSchemaPlugin):
                 item.min_length = constrained.min_length
                 item.max_length = constrained.max_length
         return schema
+
+
+def _literal_members(field_definition: FieldDefinition) -> tuple[list[Any], bool] | None:
+    """(values, nullable) for `Literal[...] | None` (and `| UnsetType`), else None."""
+    if not field_definition.is_union:
+        return None
+    values: list[Any] = []
+    nullable = False
+    for inner in field_definition.inner_types:
+        if inner.annotation is type(None):
+            nullable = True
+        elif inner.annotation is msgspec.UnsetType:
+            continue
+        elif get_origin(inner.annotation) is Literal:
+            values.extend(get_args(inner.annotation))
+        else:
+            return None
+    return (values, nullable) if values and None not in values else None
+
+
+class OptionalLiteralSchemaPlugin(OpenAPISchemaPlugin):
+    """`Literal["a", "b"] | None` as `oneOf: [{type: string, enum: [a, b]}, {type: null}]`.
+
+    Litestar renders it as `type: [null, string], enum: [a, b, null]`, from which
+    openapi-python-client (and other generators) make several duplicate enum classes.
+    """
+
+    def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
+        return _literal_members(field_definition) is not None
+
+    def to_openapi_schema(
+        self, field_definition: FieldDefinition, schema_creator: SchemaCreator
+    ) -> Schema:
+        members = _literal_members(field_definition)
+        assert members is not None
+        values, nullable = members
+        kinds = {type(v) for v in values}
+        kind = OpenAPIType.STRING if kinds == {str} else OpenAPIType.INTEGER
+        enum = (
+            Schema(type=kind, enum=values)
+            if len(values) > 1
+            else Schema(type=kind, const=values[0])
+        )
+        return Schema(one_of=[enum, Schema(type=OpenAPIType.NULL)]) if nullable else enum
