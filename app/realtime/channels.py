@@ -100,6 +100,20 @@ class RealtimeChannels(ChannelsPlugin):
             except Exception:  # subscribers back-fill gaps from the database
                 logger.exception("publishing %d frames failed", len(batch))
 
+    async def _sub_worker(self) -> None:
+        # ChannelsPlugin's receiving task ends for good on the first backend error (a Redis
+        # restart); keep it alive. Events lost meanwhile are back-filled from the database
+        # by each subscription when the thread's next event shows the gap.
+        while True:
+            try:
+                await super()._sub_worker()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("channels receiver failed; restarting in 1 s")
+                await asyncio.sleep(1)
+
     async def _publish_batch(self, batch: list[tuple[bytes, str]]) -> None:
         if self._redis is None:
             for data, channel in batch:

@@ -124,3 +124,22 @@ async def test_frames_applied_across_a_server_restart_equal_a_fetch(
     async with start_server() as second, httpx.AsyncClient(base_url=second.http) as http:
         await run_history(rng, scenario, resuming, second)
         await assert_state_equals_fetch(resuming, second, http, alice)
+
+
+async def test_frames_applied_over_redis_pubsub_equal_a_fetch(
+    start_server: ServerFactory,
+    client: httpx.AsyncClient,
+    alice: ApiUser,
+    session_factory: async_sessionmaker[AsyncSession],
+) -> None:
+    rng = random.Random(BASE_SEED + 200)
+    redis_url = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    async with (
+        start_server(redis_url=redis_url) as server,
+        httpx.AsyncClient(base_url=server.http) as http,
+    ):
+        thread_id = await new_thread(http, alice)
+        scenario = Scenario(rng, session_factory, uuid.UUID(thread_id))
+        resuming = ResumingClient(thread_id, alice.token)
+        await run_history(rng, scenario, resuming, server)
+        await assert_state_equals_fetch(resuming, server, http, alice)
