@@ -123,3 +123,22 @@ def test_integers_are_bounded(document: dict[str, Any]) -> None:
     for name, schema in document["components"]["schemas"].items():
         if name.endswith(("Create", "Update", "Request", "Decision")):
             walk(schema, name)
+
+
+def test_nullable_enums_are_one_of(document: dict[str, Any]) -> None:
+    """`type: [null, string]` with an enum makes client generators emit several duplicate
+    enum classes per field; app.lib.openapi renders `oneOf: [enum, null]` instead."""
+    found: list[str] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("type"), list) and "enum" in node:
+                found.append(where)
+            for key, value in node.items():
+                walk(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, where)
+
+    walk(document, "")
+    assert not found, found
