@@ -29,10 +29,10 @@ from app.orchestrator.delegation import (
 )
 from app.orchestrator.history import load_history
 from app.orchestrator.llm import LLMError, ModelTurn, context_window, fit_to_context, stream_turn
-from app.orchestrator.tool_calls import PlannedCall, ToolCallRunner, create_tool_messages, plan_call
+from app.orchestrator.tool_calls import PlannedCall, ToolCallRunner, plan_call, tool_message_fields
 from app.realtime.events import DeltaFrame
 from app.realtime.publisher import publish_ephemeral
-from app.threads.writer import create_message, update_message
+from app.threads.writer import create_message, create_messages, update_message
 from app.tools.base import ToolResult
 from app.tools.registry import get_registry
 from app.tools.toolsets import effective_tools, get_agent_type
@@ -254,24 +254,23 @@ class RunExecution:
             plan_call(call, spec, state, spec.config.tool_call_budget) for call in turn.tool_calls
         ]
 
+        ttl = self.deps.settings.approval_ttl_seconds
+        rows = [tool_message_fields(call, state, ttl) for call in planned]
+        if spec.writes_text and self.assistant is None:
+            rows.insert(0, {
+                "role": "assistant", "content": None, "is_user_facing": False,
+                "tool_calls": turn.tool_calls, "run_id": self.run.id,
+            })  # fmt: skip
+
         async def work(session: AsyncSession) -> None:
-            if spec.writes_text:
-                if self.assistant is not None:
-                    session.add(self.assistant)
-                    await update_message(
-                        session, self.assistant, content=turn.text, tool_calls=turn.tool_calls
-                    )
-                else:
-                    await create_message(
-                        session,
-                        self.run.thread_id,
-                        role="assistant",
-                        content=None,
-                        is_user_facing=False,
-                        tool_calls=turn.tool_calls,
-                        run_id=self.run.id,
-                    )
-            await create_tool_messages(session, self.deps, state, planned)
+            if spec.writes_text and self.assistant is not None:
+                session.add(self.assistant)
+                await update_message(
+                    session, self.assistant, content=turn.text, tool_calls=turn.tool_calls
+                )
+            created = await create_messages(session, self.run.thread_id, rows)
+            for call, message in zip(planned, created[len(created) - len(planned) :], strict=True):
+                call.message = message
 
         await self.deps.write(work)
         if spec.writes_text:

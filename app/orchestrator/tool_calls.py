@@ -20,7 +20,7 @@ from app.db.models import Agent, ThreadMessage
 from app.lib.time import utcnow
 from app.orchestrator.approvals import wait_for_decision
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
-from app.threads.writer import create_message, update_message
+from app.threads.writer import update_message
 from app.tools.base import ToolContext, ToolResult
 from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, parse_call
 from app.tools.validation import decode_arguments
@@ -95,19 +95,17 @@ def _activity(planned: PlannedCall, approval_ttl: float) -> dict[str, Any]:
     }
 
 
-async def create_tool_messages(
-    session: Any, deps: RunnerDeps, state: RunState, calls: list[PlannedCall]
-) -> None:
-    for planned in calls:
-        planned.message = await create_message(
-            session,
-            state.run.thread_id,
-            role="tool",
-            run_id=state.run.id,
-            tool_call_id=planned.id,
-            is_user_facing=planned.user_facing,
-            tool_activity=_activity(planned, deps.settings.approval_ttl_seconds),
-        )
+def tool_message_fields(
+    planned: PlannedCall, state: RunState, approval_ttl: float
+) -> dict[str, Any]:
+    """The new tool message of a planned call (status in_progress or awaiting_approval)."""
+    return {
+        "role": "tool",
+        "run_id": state.run.id,
+        "tool_call_id": planned.id,
+        "is_user_facing": planned.user_facing,
+        "tool_activity": _activity(planned, approval_ttl),
+    }
 
 
 class ToolCallRunner:

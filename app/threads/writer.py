@@ -75,3 +75,40 @@ async def update_message(
     message.seq = seq
     message.updated_at = utcnow()
     return await _stamp_and_queue(session, message)
+
+
+async def create_messages(
+    session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
+) -> list[ThreadMessage]:
+    """Several new messages (each a dict of fields incl. `role`) with one thread bump and
+    one flush: consecutive seqs and positions, as if created one by one in this order."""
+    if not rows:
+        return []
+    count = len(rows)
+    bumped = (
+        await session.execute(
+            update(Thread)
+            .where(Thread.id == thread_id)
+            .values(
+                last_seq=Thread.last_seq + count,
+                message_count=Thread.message_count + count,
+                last_activity_at=utcnow(),
+            )
+            .returning(Thread.last_seq, Thread.message_count)
+            .execution_options(synchronize_session="fetch")
+        )
+    ).one()
+    first_seq, first_position = int(bumped[0]) - count + 1, int(bumped[1]) - count + 1
+    messages = [
+        ThreadMessage(thread_id=thread_id, seq=first_seq + i, position=first_position + i, **fields)
+        for i, fields in enumerate(rows)
+    ]
+    session.add_all(messages)
+    await session.flush()
+    for message in messages:
+        queue_frame(
+            session,
+            thread_id,
+            MessageFrame(thread_id=thread_id, seq=message.seq, message=message_read(message)),
+        )
+    return messages

@@ -38,6 +38,10 @@ async def test_three_parallel_calls_each_become_a_cell(api: OrchestratorApi) -> 
     elapsed = datetime.fromisoformat(finished) - datetime.fromisoformat(started[0])
     assert elapsed.total_seconds() < 0.55
     assert len(_results(api)) == 3  # the model saw every result, in call order
+    messages = await api.messages(thread_id)
+    assert [m["position"] for m in messages] == list(range(1, len(messages) + 1))
+    seqs = [f.seq for _, f in api.frames.frames if type(f).__name__ == "MessageFrame"]
+    assert sorted(seqs) == list(range(seqs[0], seqs[0] + len(seqs)))  # gap-free, no repeats
 
 
 async def test_bad_calls_get_self_correcting_errors_and_do_not_sink_the_others(
