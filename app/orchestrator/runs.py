@@ -62,15 +62,35 @@ async def get_thread_run(session: AsyncSession, thread: Thread, run_id: UUID) ->
 
 
 async def request_cancel(session: AsyncSession, run: Run) -> Run:
-    """Cancel a queued run at once; ask the runner to stop a running one. Idempotent."""
+    """Cancel a queued run at once; ask the runner to stop a running one. Idempotent.
+
+    Both are conditional UPDATEs, so a runner claiming the run at the same moment either
+    sees it cancelled or is asked to stop it: never both missed.
+    """
     if run.status == RunStatus.QUEUED.value:
-        run.status = RunStatus.CANCELLED.value
-        run.finished_at = utcnow()
-        publish_run(session, run)
-    elif run.status == RunStatus.RUNNING.value:
-        run.cancel_requested = True
-        notify_after_commit(session, "cancel", run.id)
-    await session.flush()
+        cancelled = await session.scalar(
+            update(Run)
+            .where(Run.id == run.id, Run.status == RunStatus.QUEUED.value)
+            .values(status=RunStatus.CANCELLED.value, finished_at=utcnow())
+            .returning(Run)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+        if cancelled is not None:
+            publish_run(session, cancelled)
+            return cancelled
+        await session.refresh(run)  # claimed meanwhile: now running (or already ended)
+    if run.status == RunStatus.RUNNING.value:
+        running = await session.scalar(
+            update(Run)
+            .where(Run.id == run.id, Run.status == RunStatus.RUNNING.value)
+            .values(cancel_requested=True)
+            .returning(Run)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+        if running is not None:
+            notify_after_commit(session, "cancel", run.id)
+            return running
+        await session.refresh(run)
     return run
 
 
