@@ -48,8 +48,6 @@ async def test_non_json_and_wrong_types_are_400(client: AsyncClient, alice: ApiU
     assert bad_id.status_code in (400, 404) and bad_id.status_code < 500
 
 
-async def test_unknown_routes_and_methods_are_problems(
-    client: AsyncClient, alice: ApiUser
-) -> None:
+async def test_unknown_routes_and_methods_are_problems(client: AsyncClient, alice: ApiUser) -> None:
     assert_problem(await client.get("/api/nope", headers=alice.headers), 404)
     assert_problem(await client.put("/api/threads", headers=alice.headers), 405)
