@@ -64,6 +64,16 @@ class CallbackSubscriber(Subscriber):
         return 0
 
 
+def _unsubscribe_later(channels: Any, channel: str, done: asyncio.Future[Any]) -> None:
+    if not done.cancelled() and done.exception() is None:
+        task = asyncio.ensure_future(channels.unsubscribe(done.result(), channel))
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+
+
+_background: set[asyncio.Future[Any]] = set()
+
+
 class ThreadSubscription:
     def __init__(self, connection: Connection, thread_id: UUID, after_seq: int) -> None:
         self.connection = connection
@@ -121,7 +131,12 @@ class ThreadSubscription:
         channels = self.connection.channels
         channel = channels.channel_for(self.thread_id)
         self._probe, self._probe_seen = encode_probe(uuid.uuid4().hex), asyncio.Event()
-        subscriber = await channels.subscribe(channel)
+        pending = asyncio.ensure_future(channels.subscribe(channel))
+        try:
+            subscriber = await asyncio.shield(pending)
+        except asyncio.CancelledError:  # stopped mid-subscribe: don't leak the subscriber
+            pending.add_done_callback(lambda done: _unsubscribe_later(channels, channel, done))
+            raise
         assert isinstance(subscriber, CallbackSubscriber)
         self._subscriber = subscriber
         subscriber.on_payload = self._on_payload

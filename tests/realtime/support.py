@@ -37,6 +37,7 @@ def free_socket(send_buffer: int | None = None) -> socket.socket:
 @dataclass
 class Server:
     port: int
+    app: Litestar
 
     @property
     def http(self) -> str:
@@ -60,7 +61,7 @@ async def serve(app: Litestar, sock: socket.socket | None = None) -> AsyncIterat
                 task.result()
             await asyncio.sleep(0.01)  # polling uvicorn's `started` flag (no event exists)
     try:
-        yield Server(port=sock.getsockname()[1])
+        yield Server(port=sock.getsockname()[1], app=app)
     finally:
         server.should_exit = True
         await task

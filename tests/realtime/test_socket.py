@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from websockets.exceptions import ConnectionClosed
 
+from app.realtime.channels import RealtimeChannels
 from tests.conftest import ApiUser
 from tests.realtime.conftest import ServerFactory, new_thread
 from tests.realtime.support import Server, WsClient, write_create, write_update
@@ -234,3 +235,9 @@ async def test_socket_survives_client_leaving_mid_replay(
     async with WsClient.connect(server.ws, alice.token) as ws:
         await ws.subscribe(thread_id, after_seq=25)
         assert (await ws.wait_type("subscribed"))["last_seq"] == 30
+
+    # every subscriber was released, including those stopped in the middle of subscribing
+    channels = server.app.plugins.get(RealtimeChannels)
+    async with asyncio.timeout(5):
+        while any(channels._channels.values()):  # noqa: ASYNC110 - no event to wait on
+            await asyncio.sleep(0.01)
