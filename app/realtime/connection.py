@@ -58,12 +58,10 @@ class TokenBucket:
 class Connection:
     def __init__(self, socket: WebSocket, channels: RealtimeChannels, user_id: UUID) -> None:
         settings = channels.settings
-        self.socket, self.channels, self.user_id, self.settings = (
-            socket,
-            channels,
-            user_id,
-            settings,
-        )
+        self.socket = socket
+        self.channels = channels
+        self.user_id = user_id
+        self.settings = settings
         self.subscriptions: dict[UUID, ThreadSubscription] = {}
         self._outbox: deque[str] = deque()
         self._sender: asyncio.Task[None] | None = None
@@ -142,7 +140,7 @@ class Connection:
             if message["type"] == "websocket.disconnect":
                 return
             data = message.get("text") or message.get("bytes") or b""
-            await self._handle(data)
+            await self._handle(data if isinstance(data, str | bytes) else b"")
 
     async def _handle(self, data: str | bytes) -> None:
         if len(data) > self.settings.ws_max_frame_bytes:

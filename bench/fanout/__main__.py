@@ -79,11 +79,11 @@ class WriterProcess:
             elif kind == b"done":
                 self._done.put_nowait((int(fields[0]), float(fields[1])))
 
-    async def write(self, step: Step, rate: float, seconds: float) -> None:
+    async def write(self, step: Step, rate: float, seconds: float) -> tuple[int, float]:
         assert self.process.stdin is not None
         self.step = step
         self.process.stdin.write(f"{rate} {seconds}\n".encode())
-        step.commits, step.write_seconds = await self._done.get()
+        return await self._done.get()
 
     async def stop(self) -> None:
         if self.process.stdin is not None:
@@ -93,18 +93,26 @@ class WriterProcess:
 
 
 async def measure(
-    server: ServerProcess, writer: WriterProcess, clients: Clients, rate: float, seconds: float
+    server: ServerProcess,
+    writers: list[WriterProcess],
+    clients: Clients,
+    rate: float,
+    seconds: float,
 ) -> Step:
     step = clients.step = Step()
     server_cpu, own_cpu = server.cpu_seconds(), time.process_time()
-    writer_cpu = cpu_seconds(writer.process.pid)
+    writer_cpu = sum(cpu_seconds(w.process.pid) for w in writers)
     busy, total = system_busy()
-    await writer.write(step, rate, seconds)
+    done = await asyncio.gather(*(w.write(step, rate / len(writers), seconds) for w in writers))
+    step.commits = sum(commits for commits, _ in done)
+    step.write_seconds = max(elapsed for _, elapsed in done)
     busy_after, total_after = system_busy()
     step.machine_busy = (busy_after - busy) / (total_after - total)
     step.server_cpu = (server.cpu_seconds() - server_cpu) / step.write_seconds
     step.clients_cpu = (time.process_time() - own_cpu) / step.write_seconds
-    step.writer_cpu = (cpu_seconds(writer.process.pid) - writer_cpu) / step.write_seconds
+    step.writer_cpu = (
+        sum(cpu_seconds(w.process.pid) for w in writers) - writer_cpu
+    ) / step.write_seconds
     expected = step.commits * (len(clients.connections) // THREADS)
     deadline = time.perf_counter() + 3
     while len(step.receipts) < expected and time.perf_counter() < deadline:  # noqa: ASYNC110
@@ -151,18 +159,28 @@ async def main(args: argparse.Namespace) -> None:
         per_socket = await idle_rss(server, clients, data.thread_ids, args.idle)
         print(f"idle sockets: {args.idle}, server RSS per idle socket {per_socket / 1024:.1f} KiB")
 
-        writer = WriterProcess([url, REDIS_URL, prefix, json.dumps(
-            {str(k): str(v) for k, v in data.tool_message_ids.items()})])  # fmt: skip
-        await writer.start()
+        tools = list(data.tool_message_ids.items())
+        writers = [
+            WriterProcess(
+                [
+                    url,
+                    REDIS_URL,
+                    prefix,
+                    json.dumps({str(k): str(v) for k, v in tools[i :: args.writers]}),
+                ]
+            )
+            for i in range(args.writers)
+        ]
+        await asyncio.gather(*(w.start() for w in writers))
         try:
             await clients.open(data.thread_ids, args.clients, timed=True)
             subscribers = args.clients // THREADS
             print(f"fan-out: {args.clients} clients over {THREADS} threads ({subscribers} each)")
-            await measure(server, writer, clients, 100, 2)  # warm-up
-            step = await measure(server, writer, clients, 200, 10)
+            await measure(server, writers, clients, 100, 2)  # warm-up
+            step = await measure(server, writers, clients, 200, 10)
             best = 200 if report(200, step, subscribers) else 0
             for rate in RAMP:
-                step = await measure(server, writer, clients, rate, 5)
+                step = await measure(server, writers, clients, rate, 5)
                 if not report(rate, step, subscribers):
                     break
                 best = rate
@@ -170,7 +188,7 @@ async def main(args: argparse.Namespace) -> None:
                   f"({best * subscribers} frames/s delivered)")  # fmt: skip
             await clients.close()
         finally:
-            await writer.stop()
+            await asyncio.gather(*(w.stop() for w in writers))
     finally:
         await server.stop()
         await engine.dispose()
@@ -181,4 +199,5 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=1000)
     parser.add_argument("--idle", type=int, default=2000)
+    parser.add_argument("--writers", type=int, default=2, help="writer processes")
     asyncio.run(main(parser.parse_args()))
