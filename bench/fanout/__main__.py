@@ -199,5 +199,5 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=1000)
     parser.add_argument("--idle", type=int, default=2000)
-    parser.add_argument("--writers", type=int, default=2, help="writer processes")
+    parser.add_argument("--writers", type=int, default=1, help="writer processes")
     asyncio.run(main(parser.parse_args()))

@@ -128,6 +128,7 @@ async def write_at_rate(
     threads = list(tool_messages)
     counter = itertools.count()
     commits = 0
+    loaded: dict[UUID, ThreadMessage] = {}
     start = time.perf_counter()
 
     async def worker() -> None:
@@ -138,12 +139,18 @@ async def write_at_rate(
                 await asyncio.sleep(delay)
             thread_id = threads[index % len(threads)]
             async with factory() as session:
-                message = await session.get(ThreadMessage, tool_messages[thread_id])
+                # Like the runner, which holds the tool message it updates: no reload.
+                held = loaded.get(thread_id)
+                if held is None:
+                    message = await session.get(ThreadMessage, tool_messages[thread_id])
+                else:
+                    message = await session.merge(held, load=False)
                 assert message is not None and message.tool_activity is not None
                 activity = {**message.tool_activity, "display_message": f"Step {index}",
                             "data": {"progress": index}}  # fmt: skip
                 await update_message(session, message, tool_activity=activity)
                 await session.commit()
+                loaded[thread_id] = message
                 commits += 1
 
     await asyncio.gather(*(worker() for _ in range(workers)))
