@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -19,6 +20,7 @@ from app.tools.executor import ToolCallCache
 from app.tools.toolsets import AgentTypeConfig
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 class ApprovalWaiters:
@@ -39,6 +41,11 @@ class ApprovalWaiters:
             event.set()
 
 
+def _forget_write(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("a runner write failed: %r", task.exception())
+
+
 @dataclass
 class RunnerDeps:
     settings: Settings
@@ -47,12 +54,31 @@ class RunnerDeps:
     owner: str
     approvals: ApprovalWaiters = field(default_factory=ApprovalWaiters)
 
+    _inflight: set[asyncio.Task[Any]] = field(default_factory=set)
+
     async def write(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
-        """One short transaction, committed explicitly (frames publish after commit)."""
+        """One short transaction, committed explicitly (frames publish after commit).
+
+        Shielded: cancelling a run never abandons a transaction halfway (on SQLite that
+        would hold the write lock; on PostgreSQL the thread row lock); the caller sees the
+        cancellation at once and the transaction finishes in the background.
+        """
+        task = asyncio.create_task(self._transaction(work))
+        self._inflight.add(task)
+        task.add_done_callback(_forget_write)
+        task.add_done_callback(self._inflight.discard)
+        return await asyncio.shield(task)
+
+    async def _transaction(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
         async with self.session_factory() as session:
             result = await work(session)
             await session.commit()
             return result
+
+    async def settle(self) -> None:
+        """Wait for writes still finishing (e.g. those of a cancelled run's tasks)."""
+        if self._inflight:
+            await asyncio.wait(list(self._inflight), timeout=10)
 
     def model_target(self, agent: Agent) -> ModelTarget:
         settings = self.settings

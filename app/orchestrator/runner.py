@@ -13,8 +13,10 @@ import asyncio
 import json
 import logging
 import secrets
+from functools import lru_cache
 from typing import Any
 
+import msgspec
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -115,6 +117,7 @@ class RunExecution:
             await runs.finish_run(session, self.run.id, self.deps.owner, status, error)
 
         try:
+            await self.deps.settle()  # writes of the cancelled tasks land first
             await self.deps.write(work)
         except Exception:  # the lease reaper will still end it
             logger.exception("could not end run %s", self.run.id)
@@ -186,7 +189,10 @@ class RunExecution:
 
     # -- the loop ------------------------------------------------------------------------
     def _tools_for(self, spec: LoopSpec) -> list[dict[str, Any]]:
-        tools = get_registry().function_definitions(spec.allowed)
+        # a fresh copy each time: providers' adapters may edit the dicts they are given
+        tools: list[dict[str, Any]] = msgspec.json.decode(
+            _function_definitions(tuple(spec.allowed))
+        )
         return tools + [delegate_definition(name, agent) for name, agent in spec.delegates.items()]
 
     async def _loop(
@@ -306,6 +312,12 @@ class RunExecution:
         return await run_specialist(self._loop, self._state, self.deps, planned, specialist)
 
     _state: RunState
+
+
+@lru_cache(maxsize=256)
+def _function_definitions(names: tuple[str, ...]) -> bytes:
+    """Generating JSON Schemas takes milliseconds; tools do not change in a process."""
+    return msgspec.json.encode(get_registry().function_definitions(names))
 
 
 def _is_duplicate(planned: PlannedCall) -> bool:
