@@ -231,6 +231,23 @@ async def finish_run(
     return run
 
 
+async def running_lease_owners(session: AsyncSession) -> list[str]:
+    rows = await session.scalars(
+        select(Run.lease_owner).where(Run.status == RunStatus.RUNNING.value).distinct()
+    )
+    return [owner for owner in rows if owner]
+
+
+async def expire_leases(session: AsyncSession, owners: list[str]) -> None:
+    """Owners known to be dead: their leases end now, for the reaper to take."""
+    await session.execute(
+        update(Run)
+        .where(Run.status == RunStatus.RUNNING.value, Run.lease_owner.in_(owners))
+        .values(lease_expires_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+
+
 async def reap_expired_runs(session: AsyncSession) -> list[Run]:
     """Fail runs whose lease expired (their runner died) and close their open activities.
 
@@ -239,7 +256,7 @@ async def reap_expired_runs(session: AsyncSession) -> list[Run]:
     runs = list(
         await session.scalars(
             update(Run)
-            .where(Run.status == RunStatus.RUNNING.value, Run.lease_expires_at < utcnow())
+            .where(Run.status == RunStatus.RUNNING.value, Run.lease_expires_at <= utcnow())
             .values(
                 status=RunStatus.FAILED.value,
                 error="Interrupted: the process running this run stopped.",

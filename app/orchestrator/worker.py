@@ -30,7 +30,7 @@ class RunWorker:
     def __init__(
         self, settings: Settings, session_factory: async_sessionmaker[AsyncSession]
     ) -> None:
-        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:8]}"
+        owner = f"{_local_identity()}:{os.getpid()}:{uuid4().hex[:8]}"
         self.deps = RunnerDeps(
             settings=settings,
             session_factory=session_factory,
@@ -48,6 +48,7 @@ class RunWorker:
     # -- lifecycle -------------------------------------------------------------------
     async def start(self) -> None:
         notify.add_listener(self._on_notify)
+        await self._expire_dead_local_owners()
         await self._reap()
         self._loop_task = asyncio.create_task(self._run_loop(), name="run-worker")
 
@@ -131,7 +132,42 @@ class RunWorker:
             elif alive[run_id]:
                 execution.stop("cancelled")
 
+    async def _expire_dead_local_owners(self) -> None:
+        """A process of this host (same PID namespace) that died (crash, SIGKILL,
+        restart) need not wait out its lease: its runs are reaped at once. Other hosts'
+        and containers' leases simply expire."""
+        host = _local_identity()
+        owners = await self.deps.write(runs.running_lease_owners)
+        dead = [owner for owner in owners if _is_dead_local_owner(owner, host)]
+        if dead:
+            await self.deps.write(lambda s: runs.expire_leases(s, dead))
+
     async def _reap(self) -> None:
         reaped = await self.deps.write(runs.reap_expired_runs)
         for run in reaped:
             logger.warning("run %s: lease expired, marked failed (interrupted)", run.id)
+
+
+def _local_identity() -> str:
+    """Host name plus PID namespace: where a PID means the same process."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid").removeprefix("pid:").strip("[]")
+    except OSError:
+        namespace = ""
+    return f"{socket.gethostname()[:40]}/{namespace}"
+
+
+def _is_dead_local_owner(owner: str, host: str) -> bool:
+    parts = owner.rsplit(":", 2)
+    if host.endswith("/") or len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return False  # a run of this very process would be ours (not possible at start)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, someone else's
+    return False

@@ -7,11 +7,13 @@ import asyncio
 from datetime import timedelta
 
 import httpx
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.db.models import Run, RunStatus, Thread
+from app.db.models import Run, RunStatus, Thread, ThreadMessage
 from app.lib.time import utcnow
 from app.orchestrator import runs
+from app.threads.writer import create_message
 from tests.conftest import make_api_user
 
 
@@ -56,3 +58,42 @@ async def test_concurrent_claims_respect_threads_and_order(
         await runs.finish_run(session, line[0].id, owner, RunStatus.COMPLETED)
         await session.commit()
     assert await _claim(session_factory, "next", postgres) == line[1].id
+
+
+async def test_expired_leases_are_failed_and_their_cells_closed(
+    client: httpx.AsyncClient,
+    db: AsyncSession,
+    session_factory: async_sessionmaker[AsyncSession],
+) -> None:
+    user = await make_api_user(db)
+    thread = Thread(owner_id=user.user.id, agent_id=user.agent.id, last_activity_at=utcnow())
+    db.add(thread)
+    await db.flush()
+    run = Run(
+        thread_id=thread.id,
+        agent_id=user.agent.id,
+        status=RunStatus.RUNNING.value,
+        lease_owner="gone",
+        lease_expires_at=utcnow() - timedelta(seconds=1),
+    )
+    db.add(run)
+    await db.flush()
+    for status in ("in_progress", "awaiting_approval", "success"):
+        activity = {"id": f"call_{status}", "name": "tasks", "status": status}
+        await create_message(db, thread.id, role="tool", run_id=run.id, tool_activity=activity)
+    await db.commit()
+
+    async with session_factory() as session:
+        reaped = await runs.reap_expired_runs(session)
+        await session.commit()
+    assert [r.id for r in reaped] == [run.id]
+    async with session_factory() as session:
+        assert (await session.get(Run, run.id)).status == "failed"
+        rows = await session.scalars(select(ThreadMessage).where(ThreadMessage.run_id == run.id))
+        activities = {m.tool_activity["id"]: m.tool_activity for m in rows}
+    assert activities["call_in_progress"]["error"] == "interrupted"
+    assert activities["call_awaiting_approval"]["error_type"] == "system_error"
+    assert activities["call_success"]["status"] == "success"
+    assert all(a["status"] in ("success", "failure") for a in activities.values())
+    async with session_factory() as session:
+        assert await runs.reap_expired_runs(session) == []  # reaped exactly once
