@@ -90,7 +90,9 @@ class Settings:
             approval_ttl_seconds=_env_float("APPROVAL_TTL_SECONDS", defaults.approval_ttl_seconds),
             llm_timeout_seconds=_env_float("LLM_TIMEOUT_SECONDS", defaults.llm_timeout_seconds),
             llm_max_retries=_env_int("LLM_MAX_RETRIES", defaults.llm_max_retries),
-            llm_retry_base_seconds=_env_float("LLM_RETRY_BASE_SECONDS", defaults.llm_retry_base_seconds),
+            llm_retry_base_seconds=_env_float(
+                "LLM_RETRY_BASE_SECONDS", defaults.llm_retry_base_seconds
+            ),
             channels_prefix=os.environ.get("CHANNELS_PREFIX") or defaults.channels_prefix,
             ws_send_queue_size=_env_int("WS_SEND_QUEUE_SIZE", defaults.ws_send_queue_size),
             ws_max_subscriptions=_env_int("WS_MAX_SUBSCRIPTIONS", defaults.ws_max_subscriptions),
