@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 from uuid import UUID
 
 import msgspec
 
+from app.threads.schemas import ErrorType
 from app.tools.schema import merged_parameters_schema
 
 if TYPE_CHECKING:
@@ -22,15 +23,6 @@ if TYPE_CHECKING:
     from app.db.models import Agent, User
     from app.settings import Settings
 
-ErrorType = Literal[
-    "validation_error",
-    "user_error",
-    "system_error",
-    "permission_error",
-    "security_error",
-    "timeout",
-    "cancelled",
-]
 ERROR_TYPES: tuple[str, ...] = ErrorType.__args__  # type: ignore[attr-defined]
 
 
