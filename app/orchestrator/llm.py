@@ -11,6 +11,7 @@ but only before anything was streamed (a retry would repeat text the user alread
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
@@ -19,6 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download at import
+# OpenAI-format calls go through litellm's own HTTP handler instead of the `openai` SDK: the
+# SDK re-walks every request against its TypedDicts (~1 ms per call for a few messages) and
+# builds pydantic objects per chunk that litellm then rebuilds again. Still litellm end to end
+# (same transformation, streaming wrapper, exception mapping), ~2.5 ms less CPU per model call.
+os.environ.setdefault("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", "True")
 
 import litellm
 from litellm.llms.custom_llm import CustomLLM
@@ -72,10 +78,25 @@ def _retry_after(exc: Exception) -> float | None:
         return None
 
 
+def _detail(exc: Exception) -> str:
+    """The provider's own message: litellm's HTTP handler keeps the raw JSON error body."""
+    detail = str(exc).split(" - ", 1)[-1]
+    if detail.startswith("{"):
+        try:
+            body = json.loads(detail)
+        except ValueError:
+            return detail[:300]
+        error = body.get("error") if isinstance(body, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        if isinstance(message, str) and message:
+            return message[:300]
+    return detail[:300]
+
+
 def map_error(exc: Exception) -> LLMError:
     """Provider exceptions (litellm's OpenAI-style classes) to clear run errors."""
     name = type(exc).__name__
-    detail = str(exc).split(" - ", 1)[-1][:300]
+    detail = _detail(exc)
     if isinstance(exc, litellm.ContextWindowExceededError):
         return LLMError("context_window", f"The conversation is too long for the model: {detail}")
     if isinstance(exc, litellm.AuthenticationError):
