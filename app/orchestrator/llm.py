@@ -11,6 +11,7 @@ but only before anything was streamed (a retry would repeat text the user alread
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -154,6 +155,37 @@ class _ToolCallAssembler:
         return out
 
 
+_PRICE_KEYS = (
+    "input_cost_per_token",
+    "output_cost_per_token",
+    "cache_creation_input_token_cost",
+    "cache_read_input_token_cost",
+)
+
+
+@functools.cache
+def _price_unmapped_model(model: str) -> None:
+    """Give a model missing from litellm's cost map an explicit zero price, once.
+
+    litellm prices every call twice (response metadata, success logging) even with no
+    callbacks. For an unmapped model (a self-hosted OpenAI-compatible server, the bench's
+    fake model) each pricing misses its lru_caches and walks the name generalizations
+    again: ~0.8 ms of CPU per call. Its price was unknown anyway (nothing to bill); now
+    it is an explicit 0. Mapped models are untouched and keep their real prices.
+    """
+    try:
+        litellm.get_model_info(model)
+        return
+    except Exception:
+        pass
+    try:
+        provider = litellm.get_llm_provider(model)[1]
+        zero = dict.fromkeys(_PRICE_KEYS, 0.0)
+        litellm.register_model({model: {"litellm_provider": provider, "mode": "chat", **zero}})
+    except Exception:  # pricing is litellm's bookkeeping, never a reason to fail a call
+        logger.debug("could not register %s in litellm's cost map", model, exc_info=True)
+
+
 async def _stream_once(
     target: ModelTarget,
     messages: list[dict[str, Any]],
@@ -168,6 +200,7 @@ async def _stream_once(
         params["api_key"] = target.api_key
     if tools:
         params["tools"] = tools
+    _price_unmapped_model(target.model)
     loop = asyncio.get_running_loop()
     assembler = _ToolCallAssembler()
     # The idle deadline moves with every chunk: a stalled stream ends as a timeout.
