@@ -37,8 +37,12 @@ def install_sqlite_pragmas(engine: AsyncEngine) -> None:
 def build_engine_config(settings: Settings) -> EngineConfig:
     if settings.is_sqlite:
         return EngineConfig(echo=settings.database_echo)
+    # No pre-ping: it is a round trip on every checkout. A connection that died (server
+    # restart) fails one statement; SQLAlchemy then invalidates the pool, and
+    # pool_recycle retires connections before idle timeouts can kill them (the runner's
+    # engine does the same).
     return EngineConfig(
-        echo=settings.database_echo, pool_size=10, max_overflow=20, pool_pre_ping=True
+        echo=settings.database_echo, pool_size=10, max_overflow=20, pool_recycle=1800
     )
 
 

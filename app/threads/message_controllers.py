@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-from litestar import Controller, Response, get, post
+from litestar import Controller, MediaType, Response, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -13,7 +13,7 @@ from app.db.models import User
 from app.lib.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from app.lib.problems import problems
 from app.threads import messages
-from app.threads.message_reads import list_owned_messages
+from app.threads.message_reads import latest_page_json, list_owned_messages
 from app.threads.schemas import MessageCreate, MessagePage, MessagePosted, ThreadMessageRead
 from app.threads.serializers import message_read, run_read
 from app.threads.services import get_owned_thread
@@ -57,10 +57,14 @@ class MessageController(Controller):
         # `Annotated[int, …] | None` would document the bounds but not enforce them.
         before_position: Annotated[int | None, Parameter(ge=1, le=2**31)] = None,
         limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-    ) -> MessagePage:
+    ) -> Response[MessagePage]:
         """`after_seq`: changes after a seq, ascending; `before_position`: older history;
         neither: the latest page. Items are always in ascending order."""
-        return await list_owned_messages(
+        if after_seq is None and before_position is None:
+            # The page clients poll: served pre-encoded while the thread is unchanged.
+            body = await latest_page_json(db_session, current_user, thread_id, limit=limit)
+            return Response(body, media_type=MediaType.JSON)
+        page = await list_owned_messages(
             db_session,
             current_user,
             thread_id,
@@ -68,6 +72,7 @@ class MessageController(Controller):
             after_seq=after_seq,
             before_position=before_position,
         )
+        return Response(page)
 
     @get("/{message_id:uuid}", operation_id="GetMessage", responses=problems(404))
     async def get_message(

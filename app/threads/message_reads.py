@@ -9,14 +9,17 @@ in one msgspec decode. Items equal `serializers.message_read` of the same rows.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 from uuid import UUID
 
 import msgspec
+from litestar.serialization import encode_json
 from sqlalchemy import Select, Text, bindparam, cast, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Thread, ThreadMessage, User
+from app.lib.problems import ProblemException
 from app.threads.schemas import MessagePage, ThreadMessageRead, ToolActivity
 from app.threads.services import get_owned_thread
 
@@ -118,3 +121,83 @@ async def list_owned_messages(
     return MessagePage(
         items=[row_to_read(row) for row in rows], last_seq=last_seq, has_more=has_more
     )
+
+
+class LatestPageCache:
+    """Encoded latest pages by (thread, limit), each valid for one `threads.last_seq`.
+
+    Every message create/update bumps the thread's last_seq in the same transaction
+    (app/threads/writer.py), so the committed page for a given last_seq never changes: a
+    hit is as current as the last_seq just read. The caller checks ownership against
+    the database on every request; the cache never decides who may read.
+    """
+
+    def __init__(self, max_entries: int = 512, max_bytes: int = 64 * 1024 * 1024) -> None:
+        # Bounded by count and by size: pages of long messages can be megabytes.
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._size = 0
+        self._pages: OrderedDict[tuple[UUID, int], tuple[int, bytes]] = OrderedDict()
+
+    def get(self, thread_id: UUID, limit: int, last_seq: int) -> bytes | None:
+        entry = self._pages.get((thread_id, limit))
+        if entry is None or entry[0] != last_seq:
+            return None
+        self._pages.move_to_end((thread_id, limit))
+        return entry[1]
+
+    def put(self, thread_id: UUID, limit: int, last_seq: int, body: bytes) -> None:
+        key = (thread_id, limit)
+        current = self._pages.get(key)
+        if current is not None and current[0] > last_seq:
+            return  # a concurrent request already stored a newer page
+        if len(body) > self.max_bytes // 16:
+            return
+        if current is not None:
+            self._size -= len(current[1])
+        self._pages[key] = (last_seq, body)
+        self._pages.move_to_end(key)
+        self._size += len(body)
+        while len(self._pages) > self.max_entries or self._size > self.max_bytes:
+            self._size -= len(self._pages.popitem(last=False)[1][1])
+
+    def clear(self) -> None:
+        self._pages.clear()
+        self._size = 0
+
+
+latest_pages = LatestPageCache()
+
+_OWNED_LAST_SEQ = select(Thread.last_seq).where(
+    Thread.id == bindparam("thread_id"), Thread.owner_id == bindparam("owner_id")
+)
+
+
+async def latest_page_json(
+    session: AsyncSession, user: User, thread_id: UUID, *, limit: int
+) -> bytes:
+    """The latest page, encoded: one indexed lookup (ownership and last_seq) and, when
+    the thread changed since it was last read, the page query."""
+    params = {"thread_id": thread_id, "owner_id": user.id}
+    last_seq = await session.scalar(_OWNED_LAST_SEQ, params)
+    if last_seq is None:
+        raise ProblemException(404, "Thread not found.")
+    cached = latest_pages.get(thread_id, limit, last_seq)
+    if cached is not None:
+        return cached
+    rows = list((await session.execute(_LATEST, {**params, "limit": limit + 1})).all())
+    if not rows:  # no messages (or deleted meanwhile: the next request 404s)
+        return encode_json(MessagePage(items=[], last_seq=last_seq, has_more=False))
+    # Keyed by the last_seq read with the rows (same statement, same snapshot).
+    snapshot_seq = rows[0].thread_last_seq
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    rows.reverse()
+    page = MessagePage(
+        items=[row_to_read(row) for row in rows],
+        last_seq=max(snapshot_seq, *(row.seq for row in rows)),
+        has_more=has_more,
+    )
+    body = encode_json(page)
+    latest_pages.put(thread_id, limit, snapshot_seq, body)
+    return body
