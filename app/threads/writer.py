@@ -4,6 +4,13 @@ Every create or update of a ThreadMessage goes through here. In the same transac
 bumps `threads.last_seq` (an UPDATE … RETURNING that row-locks the thread on PostgreSQL and
 takes SQLite's write lock), stamps the row's `seq`, and queues a `message` frame that is
 published after commit. Per thread, `seq` is therefore gap-free and in commit order.
+
+Updates are the hot path (a tool's progress, streamed text), so they skip the unit of
+work: prebuilt Core statements, the ORM instance brought up to date with
+`set_committed_value` (as a flush would leave it). On PostgreSQL the bump and the row
+update are one statement (a data-modifying CTE): one round trip instead of two, and the
+thread row is still locked until commit. Rows that are not plainly persistent in this
+session, and creates, take the ORM path.
 """
 
 from __future__ import annotations
@@ -11,8 +18,10 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import update
+from sqlalchemy import Update, bindparam, inspect, update
+from sqlalchemy.exc import NoResultFound
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db.models import Thread, ThreadMessage
 from app.lib.time import utcnow
@@ -20,61 +29,77 @@ from app.realtime.events import MessageFrame
 from app.realtime.publisher import queue_frame
 from app.threads.serializers import message_read
 
+_threads = Thread.__table__
+_messages = ThreadMessage.__table__
+_MESSAGE_COLUMNS = frozenset(_messages.c.keys()) - {"id", "thread_id", "seq", "updated_at"}
+
+# Bind names must differ from column names (SQLAlchemy reserves those for SET values).
+_BUMP = (
+    update(_threads)
+    .where(_threads.c.id == bindparam("b_thread"))
+    .values(
+        last_seq=_threads.c.last_seq + bindparam("b_seqs"),
+        message_count=_threads.c.message_count + bindparam("b_messages"),
+        last_activity_at=bindparam("b_now"),
+    )
+    .returning(_threads.c.last_seq, _threads.c.message_count)
+)
+_LOCK = (
+    update(_threads)
+    .where(_threads.c.id == bindparam("b_thread"))
+    .values(last_seq=_threads.c.last_seq)
+)
+
 
 async def lock_thread(session: AsyncSession, thread_id: UUID) -> None:
     """Serialise writers of one thread until this transaction ends (no seq is used)."""
-    await session.execute(
-        update(Thread)
-        .where(Thread.id == thread_id)
-        .values(last_seq=Thread.last_seq)
-        .execution_options(synchronize_session=False)
-    )
+    await session.execute(_LOCK, {"b_thread": thread_id})
 
 
-async def _bump(session: AsyncSession, thread_id: UUID, *, new_message: bool) -> tuple[int, int]:
-    values: dict[str, Any] = {"last_seq": Thread.last_seq + 1, "last_activity_at": utcnow()}
-    if new_message:
-        values["message_count"] = Thread.message_count + 1
-    row = (
-        await session.execute(
-            update(Thread)
-            .where(Thread.id == thread_id)
-            .values(**values)
-            .returning(Thread.last_seq, Thread.message_count)
-            .execution_options(synchronize_session="fetch")
-        )
-    ).one()
-    return int(row[0]), int(row[1])
+def _sync_thread(session: AsyncSession, thread_id: UUID, values: dict[str, Any]) -> None:
+    """A Thread loaded in this session sees the bump, as synchronize_session did."""
+    thread = session.sync_session.identity_map.get((Thread, (thread_id,), None))
+    if thread is not None:
+        for name, value in values.items():
+            set_committed_value(thread, name, value)
 
 
-async def _stamp_and_queue(session: AsyncSession, message: ThreadMessage) -> ThreadMessage:
-    await session.flush()
-    queue_frame(
+async def _bump(
+    session: AsyncSession, thread_id: UUID, count: int, *, new: bool
+) -> tuple[int, int]:
+    now = utcnow()
+    params = {
+        "b_thread": thread_id,
+        "b_seqs": count,
+        "b_messages": count if new else 0,
+        "b_now": now,
+    }
+    last_seq, message_count = (await session.execute(_BUMP, params)).one()
+    _sync_thread(
         session,
-        message.thread_id,
-        MessageFrame(thread_id=message.thread_id, seq=message.seq, message=message_read(message)),
+        thread_id,
+        {"last_seq": last_seq, "message_count": message_count, "last_activity_at": now},
     )
-    return message
+    return int(last_seq), int(message_count)
+
+
+def _queue(session: AsyncSession, message: ThreadMessage) -> None:
+    frame = MessageFrame(
+        thread_id=message.thread_id, seq=message.seq, message=message_read(message)
+    )
+    queue_frame(session, message.thread_id, frame)
 
 
 async def create_message(
     session: AsyncSession, thread_id: UUID, *, role: str, **fields: Any
 ) -> ThreadMessage:
-    seq, position = await _bump(session, thread_id, new_message=True)
+    await _autoflush(session)
+    seq, position = await _bump(session, thread_id, 1, new=True)
     message = ThreadMessage(thread_id=thread_id, role=role, seq=seq, position=position, **fields)
     session.add(message)
-    return await _stamp_and_queue(session, message)
-
-
-async def update_message(
-    session: AsyncSession, message: ThreadMessage, **changes: Any
-) -> ThreadMessage:
-    seq, _ = await _bump(session, message.thread_id, new_message=False)
-    for name, value in changes.items():
-        setattr(message, name, value)
-    message.seq = seq
-    message.updated_at = utcnow()
-    return await _stamp_and_queue(session, message)
+    await session.flush()
+    _queue(session, message)
+    return message
 
 
 async def create_messages(
@@ -85,20 +110,9 @@ async def create_messages(
     if not rows:
         return []
     count = len(rows)
-    bumped = (
-        await session.execute(
-            update(Thread)
-            .where(Thread.id == thread_id)
-            .values(
-                last_seq=Thread.last_seq + count,
-                message_count=Thread.message_count + count,
-                last_activity_at=utcnow(),
-            )
-            .returning(Thread.last_seq, Thread.message_count)
-            .execution_options(synchronize_session="fetch")
-        )
-    ).one()
-    first_seq, first_position = int(bumped[0]) - count + 1, int(bumped[1]) - count + 1
+    await _autoflush(session)
+    last_seq, last_position = await _bump(session, thread_id, count, new=True)
+    first_seq, first_position = last_seq - count + 1, last_position - count + 1
     messages = [
         ThreadMessage(thread_id=thread_id, seq=first_seq + i, position=first_position + i, **fields)
         for i, fields in enumerate(rows)
@@ -106,9 +120,98 @@ async def create_messages(
     session.add_all(messages)
     await session.flush()
     for message in messages:
-        queue_frame(
-            session,
-            thread_id,
-            MessageFrame(thread_id=thread_id, seq=message.seq, message=message_read(message)),
-        )
+        _queue(session, message)
     return messages
+
+
+async def update_message(
+    session: AsyncSession, message: ThreadMessage, **changes: Any
+) -> ThreadMessage:
+    # Pending changes of this session (this row's included) are written first, in this
+    # transaction, as the ORM UPDATE of the bump used to autoflush them.
+    await _autoflush(session)
+    state = inspect(message)
+    if not (state.persistent and state.session_id == session.sync_session.hash_key) or not (
+        changes.keys() <= _MESSAGE_COLUMNS
+    ):
+        return await _update_with_orm(session, message, changes)
+    now = utcnow()
+    params = {f"v_{name}": value for name, value in changes.items()}
+    params |= {"b_thread": message.thread_id, "b_message": message.id, "b_now": now}
+    if session.get_bind().dialect.name == "postgresql":
+        row = (await session.execute(_bump_and_update(tuple(changes)), params)).first()
+        if row is None:
+            raise NoResultFound(f"no thread message {message.id} in thread {message.thread_id}")
+        seq = int(row[0])
+        _sync_thread(session, message.thread_id, {"last_seq": seq, "last_activity_at": now})
+    else:
+        seq, _ = await _bump(session, message.thread_id, 1, new=False)
+        params["v_seq"] = seq
+        if (await session.execute(_update_row(tuple(changes)), params)).rowcount != 1:
+            raise NoResultFound(f"no thread message {message.id}")
+    for name, value in changes.items():
+        set_committed_value(message, name, value)
+    set_committed_value(message, "seq", seq)
+    set_committed_value(message, "updated_at", now)
+    _queue(session, message)
+    return message
+
+
+async def _update_with_orm(
+    session: AsyncSession, message: ThreadMessage, changes: dict[str, Any]
+) -> ThreadMessage:
+    seq, _ = await _bump(session, message.thread_id, 1, new=False)
+    for name, value in changes.items():
+        setattr(message, name, value)
+    message.seq = seq
+    message.updated_at = utcnow()
+    await session.flush()
+    _queue(session, message)
+    return message
+
+
+async def _autoflush(session: AsyncSession) -> None:
+    if session.new or session.dirty or session.deleted:
+        await session.flush()
+
+
+# Statements by the set of changed columns: built once, then SQLAlchemy's compiled cache
+# hits on the same object every time.
+_row_updates: dict[tuple[str, ...], Update] = {}
+_combined_updates: dict[tuple[str, ...], Update] = {}
+
+
+def _set_values(names: tuple[str, ...]) -> dict[str, Any]:
+    values: dict[str, Any] = {name: bindparam(f"v_{name}") for name in names}
+    values["updated_at"] = bindparam("b_now")
+    return values
+
+
+def _update_row(names: tuple[str, ...]) -> Update:
+    statement = _row_updates.get(names)
+    if statement is None:
+        values = _set_values(names) | {"seq": bindparam("v_seq")}
+        statement = update(_messages).where(_messages.c.id == bindparam("b_message")).values(values)
+        _row_updates[names] = statement
+    return statement
+
+
+def _bump_and_update(names: tuple[str, ...]) -> Update:
+    """UPDATE thread_messages SET seq = bump.last_seq, … FROM (UPDATE threads … RETURNING)."""
+    statement = _combined_updates.get(names)
+    if statement is None:
+        bump = (
+            update(_threads)
+            .where(_threads.c.id == bindparam("b_thread"))
+            .values(last_seq=_threads.c.last_seq + 1, last_activity_at=bindparam("b_now"))
+            .returning(_threads.c.id, _threads.c.last_seq)
+            .cte("bump")
+        )
+        statement = (
+            update(_messages)
+            .where(_messages.c.id == bindparam("b_message"), _messages.c.thread_id == bump.c.id)
+            .values(_set_values(names) | {"seq": bump.c.last_seq})
+            .returning(_messages.c.seq)
+        )
+        _combined_updates[names] = statement
+    return statement
