@@ -10,18 +10,18 @@ import subprocess
 import sys
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
 from uuid import UUID
 
 import asyncpg
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.db.models import Agent, ApiToken, Thread, User
-from app.lib.security import hash_password, new_token, token_digest
+from app.db.models import Thread
+from app.lib.security import hash_password, new_token
 from app.lib.time import utcnow
 from app.settings import PROJECT_ROOT
 from app.threads.writer import create_message
+from bench.common import add_user_with_agent
 
 PG_ADMIN_DSN = os.environ.get("BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -70,22 +70,14 @@ class Seed:
 
 async def seed(factory: async_sessionmaker[AsyncSession], threads: int) -> Seed:
     async with factory() as session:
-        user = User(
-            email=f"bench-{uuid.uuid4().hex[:8]}@example.com", password_hash=hash_password("x")
-        )
-        session.add(user)
-        await session.flush()
         token = new_token()
-        session.add(
-            ApiToken(
-                user_id=user.id,
-                token_hash=token_digest(token),
-                expires_at=utcnow() + timedelta(days=1),
-            )
+        user, agent = await add_user_with_agent(
+            session,
+            email=f"bench-{uuid.uuid4().hex[:8]}@example.com",
+            password_hash=hash_password("x"),
+            token=token,
+            agent_type="general",
         )
-        agent = Agent(owner_id=user.id, name="bench", agent_type="general")
-        session.add(agent)
-        await session.flush()
         rows = [
             Thread(owner_id=user.id, agent_id=agent.id, title=f"t{i}", last_activity_at=utcnow())
             for i in range(threads)

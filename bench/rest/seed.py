@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from app.db.models import Agent, ApiToken, Thread, User
-from app.lib.security import hash_password, token_digest
+from app.db.models import Thread
+from app.lib.security import hash_password
 from app.lib.time import utcnow
 from app.threads.writer import create_message
+from bench.common import add_user_with_agent
 
 MESSAGES = 50
 TOKEN = "tc_bench_token_not_secret"
@@ -39,19 +39,13 @@ async def seed(database_url: str) -> UUID:
     engine = create_async_engine(database_url, poolclass=NullPool)
     try:
         async with AsyncSession(engine, expire_on_commit=False) as session:
-            user = User(email="bench@example.com", password_hash=hash_password("bench"))
-            session.add(user)
-            await session.flush()
-            session.add(
-                ApiToken(
-                    user_id=user.id,
-                    token_hash=token_digest(TOKEN),
-                    expires_at=utcnow() + timedelta(days=1),
-                )
+            user, agent = await add_user_with_agent(
+                session,
+                email="bench@example.com",
+                password_hash=hash_password("bench"),
+                token=TOKEN,
+                agent_type="assistant",
             )
-            agent = Agent(owner_id=user.id, name="bench", agent_type="assistant")
-            session.add(agent)
-            await session.flush()
             thread = Thread(
                 owner_id=user.id, agent_id=agent.id, title="bench", last_activity_at=utcnow()
             )
