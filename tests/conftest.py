@@ -11,6 +11,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
@@ -47,6 +48,19 @@ def database_url(
     url, name = create_postgres_database()
     try:
         migrate(url)
+        yield url
+    finally:
+        drop_postgres_database(name)
+
+
+@pytest.fixture(params=DIALECTS)
+def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database (no migrations applied), per dialect, for CLI and migration tests."""
+    if request.param == "sqlite":
+        yield sqlite_url(tmp_path)
+        return
+    url, name = create_postgres_database()
+    try:
         yield url
     finally:
         drop_postgres_database(name)

@@ -6,35 +6,14 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 from uuid import UUID
 
-import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from app.db.models import Agent, Thread, ThreadMessage, User
 from app.settings import PROJECT_ROOT
-from tests.support.databases import (
-    DIALECTS,
-    create_postgres_database,
-    drop_postgres_database,
-    sqlite_url,
-)
-
-
-@pytest.fixture(params=DIALECTS)
-def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield sqlite_url(tmp_path)
-        return
-    url, name = create_postgres_database()
-    try:
-        yield url
-    finally:
-        drop_postgres_database(name)
 
 
 def litestar(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:

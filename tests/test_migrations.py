@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +14,6 @@ from tests.support.databases import (
     DIALECTS,
     create_postgres_database,
     drop_postgres_database,
-    sqlite_url,
 )
 
 
@@ -29,18 +26,6 @@ def alembic(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
     )
-
-
-@pytest.fixture(params=DIALECTS)
-def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield sqlite_url(tmp_path)
-        return
-    url, name = create_postgres_database()
-    try:
-        yield url
-    finally:
-        drop_postgres_database(name)
 
 
 def _ok(result: subprocess.CompletedProcess[str]) -> str:
