@@ -32,8 +32,15 @@ from tests.support.databases import (
     create_postgres_database,
     drop_postgres_database,
     migrate,
+    postgres_unreachable,
     sqlite_url,
 )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # One clear line instead of a ConnectionRefusedError per test.
+    if (reason := postgres_unreachable()) is not None:
+        pytest.exit(reason, returncode=4)
 
 
 @pytest.fixture(scope="session", params=DIALECTS)

@@ -42,6 +42,21 @@ async def _pg_admin(statement: str) -> None:
         await conn.close()
 
 
+def postgres_unreachable() -> str | None:
+    """Why the tests' PostgreSQL server cannot be used (one line), or None when it can."""
+    if "postgresql" not in DIALECTS:
+        return None
+    try:
+        asyncio.run(_pg_admin("SELECT 1"))
+    except (OSError, asyncpg.PostgresError) as exc:
+        return (
+            f"PostgreSQL is not reachable at {PG_ADMIN_DSN} ({exc.__class__.__name__}: {exc}). "
+            "Start it (see .ci/run), point TEST_POSTGRES_DSN at one, or run SQLite only: "
+            "TEST_DIALECTS=sqlite uv run pytest"
+        )
+    return None
+
+
 def create_postgres_database() -> tuple[str, str]:
     """A new empty database: (sqlalchemy url, name)."""
     name = f"tc_test_{uuid.uuid4().hex[:12]}"
