@@ -15,6 +15,7 @@ from app.accounts.deps import BEARER_SCHEME, provide_current_user
 from app.agents.controllers import AgentController
 from app.cli.plugin import CLIPlugin
 from app.db.config import build_sqlalchemy_config
+from app.db.schema import schema_lifespan
 from app.lib.health import health
 from app.lib.openapi import OptionalLiteralSchemaPlugin, StrictStructSchemaPlugin
 from app.lib.problems import problem_details_plugin
@@ -85,6 +86,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             "current_user": Provide(provide_current_user),
         },
         openapi_config=openapi_config(),
+        lifespan=[schema_lifespan(settings)],  # first: before the runner touches tables
         request_max_body_size=settings.max_request_body_bytes,
         state=State({"settings": settings}),
         debug=False,
