@@ -7,7 +7,7 @@ from litestar import Litestar
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi.config import OpenAPIConfig
-from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
+from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 
 from app.accounts.controllers import AuthController, MeController
@@ -16,6 +16,7 @@ from app.agents.controllers import AgentController
 from app.cli.plugin import CLIPlugin
 from app.db.config import build_sqlalchemy_config
 from app.db.schema import schema_lifespan
+from app.lib.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
 from app.lib.health import health
 from app.lib.openapi import OptionalLiteralSchemaPlugin, StrictStructSchemaPlugin
 from app.lib.problems import problem_details_plugin
@@ -41,6 +42,8 @@ ROUTES = [
     TaskController,
     realtime_socket,
     ToolController,
+    docs_assets,
+    asyncapi_document,
 ]
 
 
@@ -48,9 +51,12 @@ def openapi_config() -> OpenAPIConfig:
     return OpenAPIConfig(
         title="Toolcells API",
         version="1.0.0",
-        description="Agent threads whose tool calls stream to the phone as live cells.",
+        description=(
+            "Agent threads whose tool calls stream to the phone as live cells. "
+            f"The websocket protocol of `/api/ws`: [AsyncAPI document]({ASYNCAPI_PATH})."
+        ),
         path="/schema",
-        render_plugins=[JsonRenderPlugin(), SwaggerRenderPlugin()],
+        render_plugins=[JsonRenderPlugin(), swagger_plugin()],
         components=Components(
             security_schemes={
                 BEARER_SCHEME: SecurityScheme(type="http", scheme="bearer", bearer_format="token")
