@@ -44,8 +44,9 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    # Each field: its type with bounds and meaning (the README table is generated from them),
-    # and its default. `extra={"env": ...}` only where an older documented name differs.
+    # A field: `name: Annotated[type, Meta(description=...)] = default`, read from NAME; the
+    # type's bounds are checked and the README table is generated from these. An
+    # `extra={"env": ...}` only where an older documented name differs.
     database_url: Annotated[
         str, Meta(description="SQLAlchemy async URL; `postgresql+asyncpg://…` in production")
     ] = f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}"
@@ -151,7 +152,7 @@ class Settings:
         errors: list[str] = []
         for variable in variables():
             raw = environ.get(variable.name, "")
-            if raw == "":  # empty means unset, as the hand-written parsing always had it
+            if raw == "":  # empty means unset, e.g. a compose file's `LLM_API_KEY=`
                 continue
             try:
                 values[variable.field] = variable.parse(raw)

@@ -212,4 +212,5 @@ def test_the_readme_lists_every_setting() -> None:
     readme = README.read_text()
     assert with_table(readme) == readme, "stale: run `uv run python -m app.settings_docs`"
     for variable in variables():
+        assert variable.description, f"{variable.field}: give it a Meta(description=...)"
         assert f"| `{variable.name}` |" in readme
