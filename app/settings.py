@@ -1,102 +1,254 @@
-"""One frozen settings object, read from the environment once."""
+"""One frozen settings object, read from the environment once.
+
+Every field is set by one environment variable: the field name upper-cased, or the name in
+its `Meta(extra={"env": ...})` where an older documented name differs (`WS_IDLE_TIMEOUT`).
+msgspec converts the text of each variable to the field's annotated type, bounds included;
+an empty variable means the default. Booleans accept 1/0/true/false/yes/no, lists are
+comma-separated. A bad value raises `SettingsError`, one line naming the variable.
+A frozen dataclass (msgspec converts to it like to a Struct), so `Settings(...)` keywords
+and `dataclasses.replace` copies work as before.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import sys
+import types
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SQLITE_PATH = PROJECT_ROOT / "var" / "app.sqlite3"
 
+# Bounds msgspec checks when it converts an environment value.
+PositiveInt = Annotated[int, Meta(ge=1)]
+NonNegativeInt = Annotated[int, Meta(ge=0)]
+PositiveFloat = Annotated[float, Meta(gt=0)]
+NonNegativeFloat = Annotated[float, Meta(ge=0)]
 
-def _env_list(name: str) -> tuple[str, ...]:
-    raw = os.environ.get(name, "")
-    return tuple(item.strip().lower() for item in raw.split(",") if item.strip())
+_TRUE = frozenset({"1", "true", "yes"})
+_FALSE = frozenset({"0", "false", "no"})
 
 
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    return int(raw) if raw else default
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    return float(raw) if raw else default
+class SettingsError(ValueError):
+    """A bad environment value; the message is one line for whoever starts the server."""
 
 
 @dataclass(frozen=True)
 class Settings:
-    database_url: str = f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}"
-    database_echo: bool = False
-    llm_model: str = "demo/tool-demo"
-    llm_api_base: str | None = None
-    llm_api_key: str | None = None
-    web_search_url: str | None = None
-    web_fetch_allow_hosts: tuple[str, ...] = ()
-    # Agent types and their toolsets (app/tools/agent_types.yaml when unset).
-    agent_types_file: str | None = None
-    redis_url: str | None = None
-    token_ttl_days: int = 30
-    max_request_body_bytes: int = 256 * 1024
-    max_message_chars: int = 32_000
-    max_page_size: int = 100
-    default_page_size: int = 50
-    ws_idle_timeout_seconds: float = 120.0
-    run_lease_seconds: float = 30.0
-    approval_ttl_seconds: float = 600.0
-    runner_enabled: bool = True
-    # Orchestrator: how often the runner polls (queue, leases, cancels) when not woken,
-    # how many runs one process executes at once, and the model door's limits.
-    runner_poll_seconds: float = 0.5
-    runner_max_concurrent_runs: int = 16
-    llm_timeout_seconds: float = 60.0
-    llm_max_retries: int = 2
-    llm_retry_base_seconds: float = 0.5
-    llm_context_tokens: int = 32_000  # for models litellm does not know
-    delegation_timeout_seconds: float = 120.0
-    # Realtime (/api/ws): channel names are prefixed so deployments/tests sharing a Redis
-    # stay apart; the limits protect one process from one client.
-    channels_prefix: str = "tc:"
-    ws_send_queue_size: int = 512
-    ws_max_subscriptions: int = 100
-    ws_max_frame_bytes: int = 4096
-    ws_frame_rate: float = 20.0
-    ws_frame_burst: int = 60
+    # A field: `name: Annotated[type, Meta(description=...)] = default`, read from NAME; the
+    # type's bounds are checked and the README table is generated from these. An
+    # `extra={"env": ...}` only where an older documented name differs.
+    database_url: Annotated[
+        str, Meta(description="SQLAlchemy async URL; `postgresql+asyncpg://…` in production")
+    ] = f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}"
+    database_echo: Annotated[bool, Meta(description="log every SQL statement")] = False
+    llm_model: Annotated[str, Meta(description="default model for agents without one")] = (
+        "demo/tool-demo"
+    )
+    llm_api_base: Annotated[str | None, Meta(description="where litellm sends the models")] = None
+    llm_api_key: Annotated[str | None, Meta(description="API key sent with model calls")] = None
+    web_search_url: Annotated[
+        str | None, Meta(description="SearXNG-compatible search endpoint for the `web` tool")
+    ] = None
+    web_fetch_allow_hosts: Annotated[
+        tuple[str, ...],
+        Meta(description="hosts `web.fetch` may reach although they resolve to private addresses"),
+    ] = ()
+    agent_types_file: Annotated[
+        str | None,
+        Meta(
+            description="YAML of agent types and toolsets (`app/tools/agent_types.yaml` if unset)"
+        ),
+    ] = None
+    redis_url: Annotated[
+        str | None, Meta(description="pub/sub across several server processes")
+    ] = None
+    token_ttl_days: Annotated[PositiveInt, Meta(description="lifetime of issued API tokens")] = 30
+    max_request_body_bytes: Annotated[
+        PositiveInt, Meta(description="largest accepted request body")
+    ] = 256 * 1024
+    ws_idle_timeout_seconds: Annotated[
+        PositiveFloat,
+        Meta(
+            description="`/api/ws`: seconds without a client frame before closing (4408)",
+            extra={"env": "WS_IDLE_TIMEOUT"},
+        ),
+    ] = 120.0
+    run_lease_seconds: Annotated[
+        PositiveFloat,
+        Meta(description="lease of a running run, renewed by its worker; expired: interrupted"),
+    ] = 30.0
+    approval_ttl_seconds: Annotated[
+        PositiveFloat, Meta(description="how long a tool call waits in `awaiting_approval`")
+    ] = 600.0
+    runner_enabled: Annotated[
+        bool, Meta(description="the embedded run worker (off: runs stay `queued`)")
+    ] = True
+    runner_poll_seconds: Annotated[
+        PositiveFloat,
+        Meta(description="the worker's poll of queue, leases, cancels when not woken"),
+    ] = 0.5
+    runner_max_concurrent_runs: Annotated[
+        PositiveInt, Meta(description="runs one process executes at once")
+    ] = 16
+    llm_timeout_seconds: Annotated[
+        PositiveFloat, Meta(description="longest silence of a model stream")
+    ] = 60.0
+    llm_max_retries: Annotated[
+        NonNegativeInt, Meta(description="retries of transient model errors (retry-after honoured)")
+    ] = 2
+    llm_retry_base_seconds: Annotated[
+        NonNegativeFloat,
+        Meta(description="first backoff between model retries, doubled per attempt"),
+    ] = 0.5
+    llm_context_tokens: Annotated[
+        PositiveInt, Meta(description="context window assumed for models litellm does not know")
+    ] = 32_000
+    delegation_timeout_seconds: Annotated[
+        PositiveFloat,
+        Meta(description="longest wait for a delegated specialist (capped by its run timeout)"),
+    ] = 120.0
+    channels_prefix: Annotated[
+        str,
+        Meta(description="prefix of pub/sub channels, to keep deployments sharing a Redis apart"),
+    ] = "tc:"
+    ws_send_queue_size: Annotated[
+        PositiveInt,
+        Meta(
+            description="`/api/ws`: frames queued per socket before a slow client is closed (4429)"
+        ),
+    ] = 512
+    ws_max_subscriptions: Annotated[
+        PositiveInt, Meta(description="`/api/ws`: thread subscriptions per socket")
+    ] = 100
+    ws_max_frame_bytes: Annotated[
+        PositiveInt, Meta(description="`/api/ws`: largest client frame (larger: a `limit` error)")
+    ] = 4096
+    ws_frame_rate: Annotated[
+        PositiveFloat, Meta(description="`/api/ws`: client frames per second, sustained")
+    ] = 20.0
+    ws_frame_burst: Annotated[
+        PositiveInt, Meta(description="`/api/ws`: client frames allowed in a burst")
+    ] = 60
 
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
 
     @classmethod
-    def from_env(cls) -> Settings:
-        defaults = cls()
-        return cls(
-            database_url=os.environ.get("DATABASE_URL") or defaults.database_url,
-            database_echo=os.environ.get("DATABASE_ECHO", "") == "1",
-            llm_model=os.environ.get("LLM_MODEL") or defaults.llm_model,
-            llm_api_base=os.environ.get("LLM_API_BASE") or None,
-            llm_api_key=os.environ.get("LLM_API_KEY") or None,
-            web_search_url=os.environ.get("WEB_SEARCH_URL") or None,
-            web_fetch_allow_hosts=_env_list("WEB_FETCH_ALLOW_HOSTS"),
-            agent_types_file=os.environ.get("AGENT_TYPES_FILE") or None,
-            redis_url=os.environ.get("REDIS_URL") or None,
-            token_ttl_days=_env_int("TOKEN_TTL_DAYS", defaults.token_ttl_days),
-            ws_idle_timeout_seconds=_env_float("WS_IDLE_TIMEOUT", defaults.ws_idle_timeout_seconds),
-            run_lease_seconds=_env_float("RUN_LEASE_SECONDS", defaults.run_lease_seconds),
-            runner_enabled=os.environ.get("RUNNER_ENABLED", "1") != "0",
-            runner_poll_seconds=_env_float("RUNNER_POLL_SECONDS", defaults.runner_poll_seconds),
-            approval_ttl_seconds=_env_float("APPROVAL_TTL_SECONDS", defaults.approval_ttl_seconds),
-            llm_timeout_seconds=_env_float("LLM_TIMEOUT_SECONDS", defaults.llm_timeout_seconds),
-            llm_max_retries=_env_int("LLM_MAX_RETRIES", defaults.llm_max_retries),
-            llm_retry_base_seconds=_env_float(
-                "LLM_RETRY_BASE_SECONDS", defaults.llm_retry_base_seconds
-            ),
-            channels_prefix=os.environ.get("CHANNELS_PREFIX") or defaults.channels_prefix,
-            ws_send_queue_size=_env_int("WS_SEND_QUEUE_SIZE", defaults.ws_send_queue_size),
-            ws_max_subscriptions=_env_int("WS_MAX_SUBSCRIPTIONS", defaults.ws_max_subscriptions),
-        )
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings the environment gives; all bad variables reported in one line."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        errors: list[str] = []
+        for variable in variables():
+            raw = environ.get(variable.name, "")
+            if raw == "":  # empty means unset, e.g. a compose file's `LLM_API_KEY=`
+                continue
+            try:
+                values[variable.field] = variable.parse(raw)
+            except msgspec.ValidationError:
+                errors.append(f"{variable.name}={raw!r}: expected {variable.expected()}")
+        if errors:
+            raise SettingsError("Invalid setting " + "; ".join(errors))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One environment variable: the Settings field it sets and what it accepts."""
+
+    name: str
+    field: str
+    annotation: Any  # the field's type with its bounds, for msgspec
+    kind: msgspec.inspect.Type  # the same without metadata and `| None`
+    description: str
+    default: Any
+
+    def parse(self, raw: str) -> Any:
+        value: Any = raw
+        if isinstance(self.kind, msgspec.inspect.BoolType):
+            word = raw.strip().lower()
+            value = True if word in _TRUE else False if word in _FALSE else raw
+        elif isinstance(self.kind, _LIST_TYPES):
+            value = [item.strip() for item in raw.split(",") if item.strip()]
+        return msgspec.convert(value, self.annotation, strict=False)
+
+    def expected(self) -> str:
+        """What the variable accepts, in words (error messages, README)."""
+        kind = self.kind
+        if isinstance(kind, msgspec.inspect.BoolType):
+            return "one of 1, 0, true, false, yes, no"
+        if isinstance(kind, _LIST_TYPES):
+            return "a comma-separated list"
+        if isinstance(kind, msgspec.inspect.IntType | msgspec.inspect.FloatType):
+            number = "an integer" if isinstance(kind, msgspec.inspect.IntType) else "a number"
+            bounds = [
+                f"{op} {bound}"
+                for op, bound in ((">", kind.gt), (">=", kind.ge), ("<", kind.lt), ("<=", kind.le))
+                if bound is not None
+            ]
+            return " ".join([number, " and ".join(bounds)]).strip()
+        if isinstance(kind, msgspec.inspect.StrType):
+            return "text"
+        return str(self.annotation)
+
+
+_LIST_TYPES = (msgspec.inspect.VarTupleType, msgspec.inspect.ListType)
+
+
+@lru_cache(maxsize=1)
+def variables() -> tuple[Variable, ...]:
+    """Every Settings field as its environment variable, in declaration order."""
+    hints = typing.get_type_hints(Settings, include_extras=True)  # annotations are strings
+    return tuple(_variable(field, hints[field.name]) for field in dataclasses.fields(Settings))
+
+
+def _variable(field: dataclasses.Field[Any], annotation: Any) -> Variable:
+    kind = msgspec.inspect.type_info(annotation)
+    description, env = "", None
+    if isinstance(kind, msgspec.inspect.Metadata):
+        description = (kind.extra_json_schema or {}).get("description", "")
+        env = (kind.extra or {}).get("env")
+        kind = kind.type
+    if isinstance(kind, msgspec.inspect.UnionType):  # `X | None`: the variable sets an X
+        kind = next(t for t in kind.types if not isinstance(t, msgspec.inspect.NoneType))
+    return Variable(
+        name=env or field.name.upper(),
+        field=field.name,
+        annotation=annotation,
+        kind=kind,
+        description=description,
+        default=field.default,
+    )
+
+
+def _one_line_settings_errors(hook: Callable[..., Any]) -> Callable[..., Any]:
+    """`litestar run` builds the app while it parses its command line, outside any handler of
+    ours, so a bad setting reaches the interpreter uncaught: print its message alone (the
+    exit code stays 1) instead of a traceback that buries it."""
+
+    def excepthook(
+        exc_type: type[BaseException], exc: BaseException, tb: types.TracebackType | None
+    ) -> None:
+        if isinstance(exc, SettingsError):
+            print(exc, file=sys.stderr)
+        else:
+            hook(exc_type, exc, tb)
+
+    return excepthook
+
+
+sys.excepthook = _one_line_settings_errors(sys.excepthook)
 
 
 @lru_cache(maxsize=1)

@@ -20,7 +20,7 @@ ErrorType = Literal[
 ]
 Role = Literal["user", "assistant", "tool"]
 RunStatusName = Literal["queued", "running", "completed", "failed", "cancelled"]
-# Matches Settings.max_message_chars; a longer message is a 400 with a field error.
+# Part of the API schema (not a setting); a longer message is a 400 with a field error.
 MessageContent = Annotated[str, msgspec.Meta(min_length=1, max_length=32_000)]
 ClientMessageId = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 ToolName = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
