@@ -15,6 +15,7 @@ from app.accounts.deps import BEARER_SCHEME, provide_current_user
 from app.agents.controllers import AgentController
 from app.cli.plugin import CLIPlugin
 from app.db.config import build_sqlalchemy_config
+from app.db.session import session_dependency
 from app.lib.health import health
 from app.lib.openapi import OptionalLiteralSchemaPlugin, StrictStructSchemaPlugin
 from app.lib.problems import problem_details_plugin
@@ -83,6 +84,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         dependencies={
             "settings": Provide(provide_settings, sync_to_thread=False),
             "current_user": Provide(provide_current_user),
+            "db_session": session_dependency(db_config),
         },
         openapi_config=openapi_config(),
         request_max_body_size=settings.max_request_body_bytes,

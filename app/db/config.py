@@ -13,6 +13,7 @@ from advanced_alchemy.extensions.litestar import (
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.db.session import PLUGIN_SESSION_KEY
 from app.settings import PROJECT_ROOT, Settings
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
@@ -53,7 +54,9 @@ def build_sqlalchemy_config(settings: Settings) -> SQLAlchemyAsyncConfig:
         connection_string=settings.database_url,
         engine_config=build_engine_config(settings),
         session_config=AsyncSessionConfig(expire_on_commit=False),
-        before_send_handler="autocommit",
+        # Handlers get `db_session` from app.db.session (committed before the response);
+        # the plugin's own provider moves aside and its hook only closes the session.
+        session_dependency_key=PLUGIN_SESSION_KEY,
         create_all=False,
         alembic_config=AlembicAsyncConfig(
             script_location=str(MIGRATIONS_DIR),
