@@ -17,6 +17,7 @@ from litestar.plugins.problem_details import (
 )
 from sqlalchemy.exc import DBAPIError
 
+from app.db.errors import PoolTimeoutError, is_database_unavailable
 from app.db.session import CommitFailedError
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,8 @@ def _from_not_found(_exc: NotFoundError) -> ProblemDetailsException:
 
 
 def _from_database_error(exc: DBAPIError) -> ProblemDetailsException:
+    if is_database_unavailable(exc):
+        return _from_database_unavailable(exc)
     # SQLSTATE class 22 is "data exception": a value the database cannot store (a NUL
     # character in text or JSON on PostgreSQL, an out-of-range number). That is the
     # client's input, so a 400; anything else is ours.
@@ -109,6 +112,9 @@ def _from_database_unavailable(exc: Exception) -> ProblemDetailsException:
 
 
 def _from_unexpected(exc: Exception) -> ProblemDetailsException:
+    # asyncpg raises its own errors unwrapped while connecting (e.g. "starting up").
+    if is_database_unavailable(exc):
+        return _from_database_unavailable(exc)
     # Never leak a stack trace or internals; the log has the details.
     logger.error("unhandled error", exc_info=exc)
     return _problem(500, "An unexpected error occurred.")
@@ -122,6 +128,9 @@ def problem_details_plugin() -> ProblemDetailsPlugin:
                 NotFoundError: _from_not_found,
                 DBAPIError: _from_database_error,
                 CommitFailedError: _from_database_unavailable,
+                PoolTimeoutError: _from_database_unavailable,
+                # A connection that cannot be made surfaces as the socket's OSError.
+                OSError: _from_database_unavailable,
                 Exception: _from_unexpected,
             }
         )
