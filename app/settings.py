@@ -64,6 +64,11 @@ class Settings:
     ws_max_frame_bytes: int = 4096
     ws_frame_rate: float = 20.0
     ws_frame_burst: int = 60
+    # Database connections this process may hold at once, the app's and the runner's
+    # pools together (app/db/config.py splits it); a request waits up to
+    # `database_pool_timeout_seconds` for a free one, then answers 503.
+    database_max_connections: int = 20
+    database_pool_timeout_seconds: float = 30.0
 
     @property
     def is_sqlite(self) -> bool:
@@ -96,6 +101,12 @@ class Settings:
             channels_prefix=os.environ.get("CHANNELS_PREFIX") or defaults.channels_prefix,
             ws_send_queue_size=_env_int("WS_SEND_QUEUE_SIZE", defaults.ws_send_queue_size),
             ws_max_subscriptions=_env_int("WS_MAX_SUBSCRIPTIONS", defaults.ws_max_subscriptions),
+            database_max_connections=_env_int(
+                "DATABASE_MAX_CONNECTIONS", defaults.database_max_connections
+            ),
+            database_pool_timeout_seconds=_env_float(
+                "DATABASE_POOL_TIMEOUT", defaults.database_pool_timeout_seconds
+            ),
         )
 
 
