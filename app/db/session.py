@@ -8,7 +8,9 @@ anything. A failing COMMIT therefore becomes `CommitFailedError`, answered as a 
 app/lib/problems.py), and the transaction is rolled back: nothing half-written, no 2xx.
 
 A handler that raises rolls back (the exception is thrown into the generator); a handler
-that returns commits, whatever status it chose.
+that returns commits, whatever status it chose. Keep this the only generator dependency
+of a request: with several, Litestar runs their cleanups in a task group and a failed
+COMMIT would arrive wrapped in an ExceptionGroup (a 500).
 """
 
 from __future__ import annotations
