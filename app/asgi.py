@@ -16,6 +16,7 @@ from app.agents.controllers import AgentController
 from app.cli.plugin import CLIPlugin
 from app.db.config import build_sqlalchemy_config
 from app.db.schema import schema_lifespan
+from app.db.session import session_dependency
 from app.lib.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
 from app.lib.health import health
 from app.lib.openapi import OptionalLiteralSchemaPlugin, StrictStructSchemaPlugin
@@ -90,6 +91,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         dependencies={
             "settings": Provide(provide_settings, sync_to_thread=False),
             "current_user": Provide(provide_current_user),
+            "db_session": session_dependency(db_config),
         },
         openapi_config=openapi_config(),
         lifespan=[schema_lifespan(settings)],  # first: before the runner touches tables

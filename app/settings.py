@@ -139,6 +139,18 @@ class Settings:
     ws_frame_burst: Annotated[
         PositiveInt, Meta(description="`/api/ws`: client frames allowed in a burst")
     ] = 60
+    # The app's and the runner's pools together (app/db/config.py splits it).
+    database_max_connections: Annotated[
+        PositiveInt,
+        Meta(description="database connections this process may hold at once (app + runner)"),
+    ] = 20
+    database_pool_timeout_seconds: Annotated[
+        PositiveFloat,
+        Meta(
+            description="longest wait for a free database connection before answering 503",
+            extra={"env": "DATABASE_POOL_TIMEOUT"},
+        ),
+    ] = 30.0
 
     @property
     def is_sqlite(self) -> bool:

@@ -80,7 +80,9 @@ def dialect(database_url: str) -> str:
 
 @pytest.fixture(scope="session")
 def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url, runner_enabled=False)
+    # A smaller connection budget than a server's: the session app serves one test at a
+    # time, and test runs share the PostgreSQL server with each other.
+    return Settings(database_url=database_url, runner_enabled=False, database_max_connections=10)
 
 
 @pytest.fixture(scope="session")
@@ -89,9 +91,12 @@ def app(settings: Settings) -> Litestar:
 
 
 @pytest.fixture(scope="session")
-def session_factory(app: Litestar) -> async_sessionmaker[AsyncSession]:
-    config = app.plugins.get(SQLAlchemyPlugin).config[0]
-    return async_sessionmaker(config.get_engine(), expire_on_commit=False)
+async def session_factory(app: Litestar) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    engine = app.plugins.get(SQLAlchemyPlugin).config[0].get_engine()
+    yield async_sessionmaker(engine, expire_on_commit=False)
+    # The app's lifespan disposes the engine only if a test started it (`client`); a
+    # session of `db`-only tests would otherwise keep its connections until exit.
+    await engine.dispose()
 
 
 async def _empty_all_tables(factory: async_sessionmaker[AsyncSession]) -> None:

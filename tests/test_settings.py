@@ -25,6 +25,7 @@ from app.settings_docs import README, with_table
 
 # The names operators already use; they must keep working.
 DOCUMENTED_NAMES = {
+    "database_pool_timeout_seconds": "DATABASE_POOL_TIMEOUT",
     "database_url": "DATABASE_URL",
     "database_echo": "DATABASE_ECHO",
     "llm_model": "LLM_MODEL",
@@ -77,6 +78,8 @@ DEFAULTS = {
     "ws_max_frame_bytes": 4096,
     "ws_frame_rate": 20.0,
     "ws_frame_burst": 60,
+    "database_max_connections": 20,
+    "database_pool_timeout_seconds": 30.0,
 }
 
 

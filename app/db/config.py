@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from advanced_alchemy.extensions.litestar import (
@@ -10,9 +11,10 @@ from advanced_alchemy.extensions.litestar import (
     EngineConfig,
     SQLAlchemyAsyncConfig,
 )
-from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import event, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from app.db.session import PLUGIN_SESSION_KEY
 from app.settings import PROJECT_ROOT, Settings
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
@@ -34,15 +36,60 @@ def install_sqlite_pragmas(engine: AsyncEngine) -> None:
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
 
 
+@dataclass(frozen=True)
+class ConnectionBudget:
+    """How the process's `database_max_connections` is split between its pools."""
+
+    app: int
+    runner: int  # 0: the runner uses the app's pool
+
+
+def connection_budget(settings: Settings) -> ConnectionBudget:
+    """PostgreSQL with the embedded runner on: half the budget (rounded down) is the
+    runner's own pool, so a burst of requests cannot starve running turns nor the other
+    way round. SQLite (one file, one writer), the runner off, or a budget below 2: one
+    pool with everything."""
+    total = max(1, settings.database_max_connections)
+    if settings.is_sqlite or not settings.runner_enabled or total < 2:
+        return ConnectionBudget(app=total, runner=0)
+    return ConnectionBudget(app=total - total // 2, runner=total // 2)
+
+
+def pool_options(settings: Settings, size: int) -> dict[str, Any]:
+    """A hard cap of `size` connections (no overflow); past it callers queue for
+    `database_pool_timeout_seconds`, then get `sqlalchemy.exc.TimeoutError` (a 503)."""
+    if settings.is_sqlite and _is_memory_sqlite(settings.database_url):
+        return {}  # one static connection; nothing to size
+    options: dict[str, Any] = {
+        "pool_size": size,
+        "max_overflow": 0,
+        "pool_timeout": settings.database_pool_timeout_seconds,
+    }
+    if not settings.is_sqlite:
+        # No pre-ping: it is a round trip on every checkout. A connection that died
+        # (server restart) fails one statement (a 503); SQLAlchemy then invalidates the
+        # pool, and pool_recycle retires connections before idle timeouts can kill them.
+        options["pool_recycle"] = 1800
+    return options
+
+
+def _is_memory_sqlite(url: str) -> bool:
+    parsed = make_url(url)
+    return parsed.database in (None, "", ":memory:") or parsed.query.get("mode") == "memory"
+
+
 def build_engine_config(settings: Settings) -> EngineConfig:
-    if settings.is_sqlite:
-        return EngineConfig(echo=settings.database_echo)
-    # No pre-ping: it is a round trip on every checkout. A connection that died (server
-    # restart) fails one statement; SQLAlchemy then invalidates the pool, and
-    # pool_recycle retires connections before idle timeouts can kill them (the runner's
-    # engine does the same).
-    return EngineConfig(
-        echo=settings.database_echo, pool_size=10, max_overflow=20, pool_recycle=1800
+    size = connection_budget(settings).app
+    return EngineConfig(echo=settings.database_echo, **pool_options(settings, size))
+
+
+def build_runner_engine(settings: Settings) -> AsyncEngine | None:
+    """The runner's own pool (its share of the budget), or None to use the app's."""
+    size = connection_budget(settings).runner
+    if size == 0:
+        return None
+    return create_async_engine(
+        settings.database_url, echo=settings.database_echo, **pool_options(settings, size)
     )
 
 
@@ -53,7 +100,9 @@ def build_sqlalchemy_config(settings: Settings) -> SQLAlchemyAsyncConfig:
         connection_string=settings.database_url,
         engine_config=build_engine_config(settings),
         session_config=AsyncSessionConfig(expire_on_commit=False),
-        before_send_handler="autocommit",
+        # Handlers get `db_session` from app.db.session (committed before the response);
+        # the plugin's own provider moves aside and its hook only closes the session.
+        session_dependency_key=PLUGIN_SESSION_KEY,
         create_all=False,
         alembic_config=AlembicAsyncConfig(
             script_location=str(MIGRATIONS_DIR),

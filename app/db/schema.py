@@ -57,20 +57,13 @@ async def missing_revisions(database_url: str) -> set[str]:
 def schema_lifespan(settings: Settings):
     @asynccontextmanager
     async def ensure_schema(_: Litestar) -> AsyncIterator[None]:
-        if settings.is_sqlite:
-            await anyio.to_thread.run_sync(upgrade_to_head, settings.database_url)
-        else:
-            await _report_stale_schema(settings.database_url)
+        try:
+            if settings.is_sqlite:
+                await anyio.to_thread.run_sync(upgrade_to_head, settings.database_url)
+            elif await missing_revisions(settings.database_url):
+                logger.error("The database schema is not up to date: run `%s`.", UPGRADE_COMMAND)
+        except (OSError, SQLAlchemyError) as exc:  # serve anyway: requests answer 503 meanwhile
+            logger.warning("Could not check the database schema: %s", exc)
         yield
 
     return ensure_schema
-
-
-async def _report_stale_schema(database_url: str) -> None:
-    try:
-        missing = await missing_revisions(database_url)
-    except (OSError, SQLAlchemyError) as exc:  # serve anyway: requests answer 503 meanwhile
-        logger.warning("Could not check the database schema: %s", exc)
-        return
-    if missing:
-        logger.error("The database schema is not up to date: run `%s`.", UPGRADE_COMMAND)

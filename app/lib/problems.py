@@ -17,6 +17,9 @@ from litestar.plugins.problem_details import (
 )
 from sqlalchemy.exc import DBAPIError
 
+from app.db.errors import PoolTimeoutError, is_database_unavailable
+from app.db.session import CommitFailedError
+
 logger = logging.getLogger(__name__)
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 
@@ -82,6 +85,8 @@ def _from_not_found(_exc: NotFoundError) -> ProblemDetailsException:
 
 
 def _from_database_error(exc: DBAPIError) -> ProblemDetailsException:
+    if is_database_unavailable(exc):
+        return _from_database_unavailable(exc)
     # SQLSTATE class 22 is "data exception": a value the database cannot store (a NUL
     # character in text or JSON on PostgreSQL, an out-of-range number). That is the
     # client's input, so a 400; anything else is ours.
@@ -93,7 +98,23 @@ def _from_database_error(exc: DBAPIError) -> ProblemDetailsException:
     return _from_unexpected(exc)
 
 
+# Seconds a client should wait before retrying a request the database could not take.
+DATABASE_RETRY_AFTER_SECONDS = 2
+
+
+def _from_database_unavailable(exc: Exception) -> ProblemDetailsException:
+    """The database could not take the request (its COMMIT failed, it is unreachable, or
+    the connection pool stayed exhausted): a 503 to retry, never a 2xx or a 500."""
+    logger.warning("database unavailable: %r", exc, exc_info=exc)
+    problem = _problem(503, "The database is unavailable; please retry.")
+    problem.headers = {"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)}
+    return problem
+
+
 def _from_unexpected(exc: Exception) -> ProblemDetailsException:
+    # asyncpg raises its own errors unwrapped while connecting (e.g. "starting up").
+    if is_database_unavailable(exc):
+        return _from_database_unavailable(exc)
     # Never leak a stack trace or internals; the log has the details.
     logger.error("unhandled error", exc_info=exc)
     return _problem(500, "An unexpected error occurred.")
@@ -106,6 +127,10 @@ def problem_details_plugin() -> ProblemDetailsPlugin:
                 HTTPException: _from_http_exception,
                 NotFoundError: _from_not_found,
                 DBAPIError: _from_database_error,
+                CommitFailedError: _from_database_unavailable,
+                PoolTimeoutError: _from_database_unavailable,
+                # A connection that cannot be made surfaces as the socket's OSError.
+                OSError: _from_database_unavailable,
                 Exception: _from_unexpected,
             }
         )

@@ -9,8 +9,9 @@ from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig
 from litestar import Litestar
 from litestar.config.app import AppConfig
 from litestar.plugins import InitPluginProtocol
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
+from app.db.config import build_runner_engine
 from app.orchestrator.approval_controller import ApprovalController
 from app.settings import Settings
 
@@ -44,11 +45,8 @@ class OrchestratorPlugin(InitPluginProtocol):
                 await engine.dispose()
 
     def _runner_engine(self) -> AsyncEngine:
-        """PostgreSQL: a pool of its own without pre-ping (a round trip saved on each of a
-        turn's ~8 short transactions; a dead connection fails one write, and the pool is
-        then invalidated). SQLite: the app's engine (one file, one writer)."""
-        if self.settings.is_sqlite:
-            return self.db_config.get_engine()
-        return create_async_engine(
-            self.settings.database_url, pool_size=10, max_overflow=10, pool_pre_ping=False
-        )
+        """PostgreSQL: a pool of its own, its share of DATABASE_MAX_CONNECTIONS, without
+        pre-ping (a round trip saved on each of a turn's ~8 short transactions; a dead
+        connection fails one write, and the pool is then invalidated). SQLite or a tiny
+        budget: the app's engine (see app/db/config.py connection_budget)."""
+        return build_runner_engine(self.settings) or self.db_config.get_engine()

@@ -1,0 +1,75 @@
+"""The request's session: one unit of work per HTTP request, committed before the response.
+
+advanced-alchemy's `autocommit` before-send hook commits while the response start is
+already on its way and only logs a failing COMMIT, so a client could get a 2xx for rows
+that never existed. Here `db_session` is a generator dependency instead: Litestar builds
+the response, then runs the generator's cleanup (the COMMIT) and only afterwards sends
+anything. A failing COMMIT therefore becomes `CommitFailedError`, answered as a 503 (see
+app/lib/problems.py), and the transaction is rolled back: nothing half-written, no 2xx.
+
+A handler that raises rolls back (the exception is thrown into the generator); a handler
+that returns commits, whatever status it chose. Keep this the only generator dependency
+of a request: with several, Litestar runs their cleanups in a task group and a failed
+COMMIT would arrive wrapped in an ExceptionGroup (a 500).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator
+
+from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.types import Scope
+from sqlalchemy.ext.asyncio import AsyncSession
+
+logger = logging.getLogger(__name__)
+
+# The key under which the SQLAlchemy plugin registers its own (uncommitted) session
+# provider; handlers ask for `db_session`, the committing one below.
+PLUGIN_SESSION_KEY = "db_session_uncommitted"
+
+
+class CommitFailedError(Exception):
+    """COMMIT of a request's unit of work failed; nothing of it was stored."""
+
+
+async def _rollback_quietly(session: AsyncSession) -> None:
+    # The original error is what matters; a rollback on a dead connection only adds noise.
+    try:
+        await session.rollback()
+    except Exception:
+        logger.warning("rollback after a failed request failed", exc_info=True)
+
+
+async def _commit(session: AsyncSession) -> None:
+    try:
+        await session.commit()
+    except Exception as exc:
+        await _rollback_quietly(session)
+        raise CommitFailedError("the transaction could not be committed") from exc
+
+
+def session_dependency(config: SQLAlchemyAsyncConfig) -> Provide:
+    """`db_session` for handlers: the plugin's request session, committed on return."""
+
+    async def provide_db_session(state: State, scope: Scope) -> AsyncGenerator[AsyncSession, None]:
+        session = config.provide_session(state, scope)
+        try:
+            try:
+                yield session
+            except BaseException:
+                await _rollback_quietly(session)
+                raise
+            await _commit(session)
+        finally:
+            # Give the connection back before the response is sent (the pool is the
+            # process's connection budget); the plugin's before-send hook closes it again,
+            # which is a no-op.
+            await session.close()
+
+    return Provide(provide_db_session)
+
+
+__all__ = ("PLUGIN_SESSION_KEY", "CommitFailedError", "session_dependency")
