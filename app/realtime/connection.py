@@ -32,7 +32,7 @@ from app.realtime.events import (
     SubscribeFrame,
     UnsubscribeFrame,
 )
-from app.realtime.subscription import ClientTooSlow, ThreadSubscription
+from app.realtime.subscription import ClientTooSlow, SocketCallbacks, Source, ThreadSubscription
 
 logger = logging.getLogger(__name__)
 SEND_TIMEOUT = 10.0
@@ -70,6 +70,12 @@ class Connection:
         self._close_code: int | None = None
         self._closing = False
         self._task: asyncio.Task[None] | None = None
+        self._callbacks = SocketCallbacks(
+            send=self.send_text,
+            push_live=self.push_live,
+            forget=self.forget,
+            abort=self.abort_slow_or_broken,
+        )
 
     # -- sending -------------------------------------------------------------------
     def push_live(self, text: str) -> None:
@@ -175,8 +181,14 @@ class Connection:
                 "limit", f"At most {limit} subscriptions per socket.", frame.thread_id
             )
             return
+        source = Source(
+            channels=self.channels,
+            channel=self.channels.channel_for(frame.thread_id),
+            store=self.channels.store,
+            user_id=self.user_id,
+        )
         self.subscriptions[frame.thread_id] = ThreadSubscription(
-            self, frame.thread_id, frame.after_seq
+            self._callbacks, source, frame.thread_id, frame.after_seq
         )
 
     async def _reject(self, data: str | bytes, detail: str) -> None:
