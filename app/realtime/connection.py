@@ -38,6 +38,18 @@ logger = logging.getLogger(__name__)
 SEND_TIMEOUT = 10.0
 _decode_client_frame = msgspec.json.Decoder(ClientFrame).decode
 _encode = msgspec.json.Encoder().encode
+# What a hostile frame can raise while decoding: besides malformed JSON, deep nesting
+# (msgspec recurses; a 4 KB `[[[[…` passes Python's recursion limit) and invalid UTF-8
+# in a binary frame.
+_UNDECODABLE = (msgspec.DecodeError, RecursionError, UnicodeDecodeError)
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "JSON is nested too deeply."
+    if isinstance(exc, UnicodeDecodeError):
+        return "Frame is not valid UTF-8."
+    return str(exc)
 
 
 class TokenBucket:
@@ -159,8 +171,8 @@ class Connection:
             return
         try:
             frame = _decode_client_frame(data)
-        except msgspec.DecodeError as exc:
-            await self._reject(data, str(exc))
+        except _UNDECODABLE as exc:
+            await self._reject(data, _reason(exc))
             return
         if isinstance(frame, PingFrame):
             await self.send_frame(PongFrame())
@@ -194,7 +206,7 @@ class Connection:
     async def _reject(self, data: str | bytes, detail: str) -> None:
         try:
             raw = msgspec.json.decode(data)
-        except msgspec.DecodeError:
+        except _UNDECODABLE:
             raw = None
         kind = raw.get("type") if isinstance(raw, dict) else None
         if isinstance(kind, str) and kind not in CLIENT_FRAME_TYPES:
