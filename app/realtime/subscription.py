@@ -7,7 +7,9 @@ Order of work (DESIGN.md, "the database is the truth"):
 2. replay every message with seq > after_seq from the database, ascending;
 3. send `subscribed` (last_seq = the highest seq delivered), then the thread's latest run;
 4. forward live events, dropping any seq already sent; a gap (or a by-reference message)
-   is back-filled from the database while later events wait in a buffer.
+   is back-filled from the database while later events wait in a buffer;
+5. a `g` event (events may have been lost while Redis was unreachable) back-fills
+   likewise and sends the latest run again, without waiting for the thread's next event.
 
 Live events arrive through a callback (`CallbackSubscriber`), not a queue and a task per
 subscription: an idle subscription costs a few small objects, and a task exists only
@@ -218,6 +220,9 @@ class ThreadSubscription:
             self.socket.push_live(event.body.decode())
         elif event.kind == "d":
             self.socket.push_live(event.body.decode())
+        elif event.kind == "g":
+            self._buffer = []
+            self.task = asyncio.create_task(self._backfill_then_go_live(with_run=True))
 
     def _go_live(self) -> None:
         """Forward what waited in the buffer, then events as they come."""
@@ -229,9 +234,11 @@ class ThreadSubscription:
                 self._buffer[:0] = waiting[index + 1 :]
                 return
 
-    async def _backfill_then_go_live(self) -> None:
+    async def _backfill_then_go_live(self, with_run: bool = False) -> None:
         try:
             await self._backfill()
+            if with_run:  # a run's change may have been lost too
+                await self._send_latest_run()
             self._go_live()
         except ClientTooSlow:
             pass
