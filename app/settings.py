@@ -64,6 +64,7 @@ class Settings:
     ws_max_frame_bytes: int = 4096
     ws_frame_rate: float = 20.0
     ws_frame_burst: int = 60
+    ws_token_check_seconds: float = 5.0  # how soon a revoked/expired token's socket closes
 
     @property
     def is_sqlite(self) -> bool:
@@ -96,6 +97,9 @@ class Settings:
             channels_prefix=os.environ.get("CHANNELS_PREFIX") or defaults.channels_prefix,
             ws_send_queue_size=_env_int("WS_SEND_QUEUE_SIZE", defaults.ws_send_queue_size),
             ws_max_subscriptions=_env_int("WS_MAX_SUBSCRIPTIONS", defaults.ws_max_subscriptions),
+            ws_token_check_seconds=_env_float(
+                "WS_TOKEN_CHECK_SECONDS", defaults.ws_token_check_seconds
+            ),
         )
 
 

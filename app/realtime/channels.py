@@ -29,13 +29,16 @@ from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig
 from litestar.channels import ChannelsPlugin, Subscriber
 from litestar.channels.backends.base import ChannelsBackend
 from litestar.channels.backends.memory import MemoryChannelsBackend
+from litestar.config.app import AppConfig
+from litestar.events import listener
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from app.realtime.events import Frame
 from app.realtime.publisher import InProcessPublisher, get_publisher
 from app.realtime.store import RealtimeStore
 from app.realtime.subscription import CallbackSubscriber
-from app.realtime.wire import GAP, encode_frame, encode_probe
+from app.realtime.tokens import TOKEN_REVOKED, TokenWatch
+from app.realtime.wire import GAP, encode_frame, encode_probe, encode_revoked
 from app.settings import Settings
 
 if TYPE_CHECKING:
@@ -64,9 +67,9 @@ class RealtimeChannels(ChannelsPlugin):
             backend, arbitrary_channels_allowed=True, subscriber_class=CallbackSubscriber
         )
         self.settings = settings
-        self.store = RealtimeStore(
-            async_sessionmaker(db_config.get_engine(), expire_on_commit=False)
-        )
+        session_maker = async_sessionmaker(db_config.get_engine(), expire_on_commit=False)
+        self.store = RealtimeStore(session_maker)
+        self.tokens = TokenWatch(session_maker, settings.ws_token_check_seconds)
         self._prefix = settings.channels_prefix
         self._publisher: InProcessPublisher | None = None
         self._outbox: deque[tuple[bytes, str]] = deque()
@@ -81,6 +84,17 @@ class RealtimeChannels(ChannelsPlugin):
         self._resync: asyncio.Task[None] | None = None
         self._probes: dict[bytes, asyncio.Event] = {}
         self.on_control(b"p", self._on_probe)
+        self.on_control(b"x", lambda digest: self.tokens.close_sockets(digest.decode()))
+
+    def on_app_init(self, app_config: AppConfig) -> AppConfig:
+        # The revoke endpoint emits TOKEN_REVOKED (app/accounts knows no channels).
+        app_config.listeners.append(listener(TOKEN_REVOKED)(self.announce_revoked))
+        return super().on_app_init(app_config)
+
+    async def announce_revoked(self, token_digest: str) -> None:
+        """Close the token's sockets in every process (through the control channel)."""
+        self._outbox.append((encode_revoked(token_digest), self.control_channel))
+        self._outbox_ready.set()
 
     def channel_for(self, thread_id: UUID) -> str:
         return f"{self._prefix}thread:{thread_id}"
@@ -241,6 +255,7 @@ class RealtimeChannels(ChannelsPlugin):
         self._outbox_ready = asyncio.Event()
         self._relay_task = asyncio.create_task(self._relay_worker())
         self._control_task = asyncio.create_task(self._join_control())
+        self._token_task = asyncio.create_task(self.tokens.run())
         publisher = get_publisher()
         if isinstance(publisher, InProcessPublisher):
             publisher.add_listener(self.relay)
@@ -256,7 +271,7 @@ class RealtimeChannels(ChannelsPlugin):
         if self._publisher is not None:
             self._publisher.remove_listener(self.relay)
             self._publisher = None
-        for task in (self._relay_task, self._control_task, self._resync):
+        for task in (self._relay_task, self._control_task, self._token_task, self._resync):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -24,6 +24,7 @@ from app.realtime.events import (
     CLIENT_FRAME_TYPES,
     CLOSE_IDLE,
     CLOSE_TOO_SLOW,
+    CLOSE_UNAUTHORIZED,
     ClientFrame,
     ErrorFrame,
     Frame,
@@ -126,6 +127,9 @@ class Connection:
         self._close_code = code
         if self._task is not None and self._task is not asyncio.current_task():
             self._task.cancel()
+
+    def close_unauthorized(self) -> None:
+        self.close(CLOSE_UNAUTHORIZED)
 
     def abort_slow_or_broken(self) -> None:
         self.close(1011)
