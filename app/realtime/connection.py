@@ -18,6 +18,7 @@ from uuid import UUID
 
 import msgspec
 from litestar.connection import WebSocket
+from litestar.types import ReceiveMessage
 
 from app.realtime.channels import RealtimeChannels
 from app.realtime.events import (
@@ -33,6 +34,7 @@ from app.realtime.events import (
     SubscribeFrame,
     UnsubscribeFrame,
 )
+from app.realtime.pings import client_pings
 from app.realtime.subscription import ClientTooSlow, SocketCallbacks, Source, ThreadSubscription
 
 logger = logging.getLogger(__name__)
@@ -83,6 +85,7 @@ class Connection:
         self._close_code: int | None = None
         self._closing = False
         self._task: asyncio.Task[None] | None = None
+        self._pings = client_pings(socket.scope)
         self._callbacks = SocketCallbacks(
             send=self.send_text,
             push_live=self.push_live,
@@ -153,16 +156,32 @@ class Connection:
     # -- receiving -----------------------------------------------------------------
     async def _receive_loop(self) -> None:
         while True:
-            try:
-                async with asyncio.timeout(self.settings.ws_idle_timeout_seconds):
-                    message = await self.socket.receive()
-            except TimeoutError:
+            message = await self._receive_unless_idle()
+            if message is None:
                 self._close_code, self._closing = CLOSE_IDLE, True
                 return
             if message["type"] == "websocket.disconnect":
                 return
             data = message.get("text") or message.get("bytes") or b""
             await self._handle(data if isinstance(data, str | bytes) else b"")
+
+    async def _receive_unless_idle(self) -> ReceiveMessage | None:
+        """The next client message, or None once the client was idle for the idle timeout.
+
+        A protocol ping counts as activity when the server reports pings (pings.py).
+        """
+        idle = self.settings.ws_idle_timeout_seconds
+        loop = asyncio.get_running_loop()
+        active = loop.time()
+        while True:
+            try:
+                async with asyncio.timeout_at(active + idle):
+                    return await self.socket.receive()  # cancelling it loses nothing
+            except TimeoutError:
+                pinged = self._pings.last if self._pings is not None else None
+                if pinged is None or pinged <= active:
+                    return None
+                active = pinged
 
     async def _handle(self, data: str | bytes) -> None:
         if len(data) > self.settings.ws_max_frame_bytes:
