@@ -110,6 +110,28 @@ async def server_process(env: dict[str, str], *command: str) -> AsyncIterator[st
             await process.wait()
 
 
+def ws_url(base: str) -> str:
+    return base.replace("http://", "ws://") + "/api/ws"
+
+
+@dataclass
+class TwoProcesses:
+    ws: str  # the socket URL of the first process
+    http: httpx.AsyncClient  # a client of the second
+
+
+@asynccontextmanager
+async def two_processes(env: dict[str, str]) -> AsyncIterator[TwoProcesses]:
+    """Two server processes sharing `env`'s database and Redis: sockets on the first,
+    HTTP to the second."""
+    async with (
+        server_process(env) as first,
+        server_process(env) as second,
+        httpx.AsyncClient(base_url=second) as http,
+    ):
+        yield TwoProcesses(ws=ws_url(first), http=http)
+
+
 class RedisServer:
     """A redis-server of the test's own (never the shared one), stopped and started at will."""
 

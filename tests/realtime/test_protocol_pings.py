@@ -13,7 +13,7 @@ import sys
 import httpx
 
 from tests.conftest import ApiUser
-from tests.realtime.support import WsClient, server_process
+from tests.realtime.support import WsClient, server_process, ws_url
 
 PING_AWARE = (
     *(sys.executable, "-m", "uvicorn", "app:create_app", "--factory"),
@@ -27,7 +27,7 @@ async def test_protocol_pings_keep_the_socket_open(
 ) -> None:
     env = {**process_env, "WS_IDLE_TIMEOUT": "1"}
     async with server_process(env, *PING_AWARE) as base:
-        url = base.replace("http://", "ws://") + "/api/ws"
+        url = ws_url(base)
         async with WsClient.connect(url, alice.token, ping_interval=0.2) as pinging:
             for _ in range(3):  # three idle timeouts pass, one after another
                 async with WsClient.connect(url, alice.token, ping_interval=None) as silent:

@@ -11,21 +11,17 @@ import httpx
 
 from tests.conftest import ApiUser
 from tests.realtime.conftest import new_thread
-from tests.realtime.support import RedisServer, WsClient, server_process
+from tests.realtime.support import RedisServer, WsClient, two_processes
 
 
 async def test_a_turn_finished_during_an_outage_reaches_a_socket_that_stayed_connected(
     process_env: dict[str, str], own_redis: RedisServer, client: httpx.AsyncClient, alice: ApiUser
 ) -> None:
     env = {**process_env, "REDIS_URL": own_redis.url}
-    async with (
-        server_process(env) as first,
-        server_process(env) as second,
-        httpx.AsyncClient(base_url=second) as http,
-    ):
+    async with two_processes(env) as processes:
+        http = processes.http
         thread_id = await new_thread(http, alice)
-        ws_url = first.replace("http://", "ws://") + "/api/ws"
-        async with WsClient.connect(ws_url, alice.token) as ws:
+        async with WsClient.connect(processes.ws, alice.token) as ws:
             await ws.subscribe(thread_id)
             await ws.wait_type("subscribed", last_seq=0)
 

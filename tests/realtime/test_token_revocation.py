@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -13,7 +15,7 @@ from app.lib.security import token_digest
 from app.lib.time import utcnow
 from tests.conftest import ApiUser
 from tests.realtime.conftest import ServerFactory, new_thread
-from tests.realtime.support import WsClient, server_process
+from tests.realtime.support import WsClient, two_processes
 
 
 async def test_revoking_the_token_on_another_process_closes_the_socket(
@@ -21,16 +23,12 @@ async def test_revoking_the_token_on_another_process_closes_the_socket(
 ) -> None:
     # The periodic check is an hour away: only the announcement can close the socket.
     env = {**process_env, "WS_TOKEN_CHECK_SECONDS": "3600"}
-    async with (
-        server_process(env) as first,
-        server_process(env) as second,
-        httpx.AsyncClient(base_url=second) as http,
-    ):
+    async with two_processes(env) as processes:
+        http = processes.http
         thread_id = await new_thread(http, alice)
-        ws_url = first.replace("http://", "ws://") + "/api/ws"
         async with (
-            WsClient.connect(ws_url, alice.token) as ws,
-            WsClient.connect(ws_url, bob.token) as bobs,
+            WsClient.connect(processes.ws, alice.token) as ws,
+            WsClient.connect(processes.ws, bob.token) as bobs,
         ):
             await ws.subscribe(thread_id)
             await ws.wait_type("subscribed")
@@ -43,12 +41,21 @@ async def test_revoking_the_token_on_another_process_closes_the_socket(
             await bobs.wait_type("pong")
 
 
-async def test_an_expired_token_closes_the_socket(
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"expires_at": utcnow() - timedelta(seconds=1)},
+        {"revoked_at": utcnow()},  # without the announcement (a lost publish, another tool)
+    ],
+    ids=["expired", "revoked-in-the-database"],
+)
+async def test_a_token_no_longer_valid_closes_the_socket_within_the_check_interval(
     start_server: ServerFactory,
     client: httpx.AsyncClient,
     alice: ApiUser,
     bob: ApiUser,
     session_factory: async_sessionmaker[AsyncSession],
+    change: dict[str, Any],
 ) -> None:
     async with (
         start_server(ws_token_check_seconds=0.2) as server,
@@ -61,32 +68,10 @@ async def test_an_expired_token_closes_the_socket(
             await session.execute(
                 update(ApiToken)
                 .where(ApiToken.token_hash == token_digest(alice.token))
-                .values(expires_at=utcnow() - timedelta(seconds=1))
+                .values(**change)
             )
         assert await ws.wait_closed() == 4401
 
-        await bobs.send({"type": "ping"})
+        await bobs.send({"type": "ping"})  # another token's socket stays open
         await bobs.wait_type("pong")
         assert bobs.close_code is None
-
-
-async def test_a_token_revoked_in_the_database_closes_the_socket(
-    start_server: ServerFactory,
-    client: httpx.AsyncClient,
-    alice: ApiUser,
-    session_factory: async_sessionmaker[AsyncSession],
-) -> None:
-    # Revoked without the announcement (another deployment's tool, a lost publish).
-    async with (
-        start_server(ws_token_check_seconds=0.2) as server,
-        WsClient.connect(server.ws, alice.token) as ws,
-    ):
-        await ws.send({"type": "ping"})
-        await ws.wait_type("pong")
-        async with session_factory.begin() as session:
-            await session.execute(
-                update(ApiToken)
-                .where(ApiToken.token_hash == token_digest(alice.token))
-                .values(revoked_at=utcnow())
-            )
-        assert await ws.wait_closed() == 4401

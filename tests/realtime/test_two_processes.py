@@ -6,20 +6,16 @@ import httpx
 
 from tests.conftest import ApiUser
 from tests.realtime.conftest import new_thread
-from tests.realtime.support import WsClient, server_process
+from tests.realtime.support import WsClient, two_processes
 
 
 async def test_a_client_on_one_process_sees_a_post_on_the_other(
     process_env: dict[str, str], client: httpx.AsyncClient, alice: ApiUser
 ) -> None:
-    async with (
-        server_process(process_env) as first,
-        server_process(process_env) as second,
-        httpx.AsyncClient(base_url=second) as http,
-    ):
+    async with two_processes(process_env) as processes:
+        http = processes.http
         thread_id = await new_thread(http, alice)
-        ws_url = first.replace("http://", "ws://") + "/api/ws"
-        async with WsClient.connect(ws_url, alice.token) as ws:
+        async with WsClient.connect(processes.ws, alice.token) as ws:
             await ws.subscribe(thread_id)
             await ws.wait_type("subscribed", last_seq=0)
             posted = await http.post(
