@@ -22,6 +22,7 @@ from app.lib.time import utcnow
 
 logger = logging.getLogger(__name__)
 TOKEN_REVOKED = "token_revoked"  # the app event the revoke endpoint emits (a token digest)
+CHECK_BATCH = 1000
 
 
 async def live_digests(
@@ -67,12 +68,14 @@ class TokenWatch:
 
     async def check(self) -> None:
         digests = list(self._closers)
-        if not digests:
-            return
-        live = await live_digests(self._session_maker, digests)
-        for digest in digests:
-            if digest not in live:
-                self.close_sockets(digest)
+        # One query per interval; more only past CHECK_BATCH distinct tokens (drivers
+        # cap the bound parameters of one statement).
+        for start in range(0, len(digests), CHECK_BATCH):
+            batch = digests[start : start + CHECK_BATCH]
+            live = await live_digests(self._session_maker, batch)
+            for digest in batch:
+                if digest not in live:
+                    self.close_sockets(digest)
 
     async def run(self) -> None:
         while True:
