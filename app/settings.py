@@ -151,6 +151,13 @@ class Settings:
             extra={"env": "DATABASE_POOL_TIMEOUT"},
         ),
     ] = 30.0
+    ws_token_check_seconds: Annotated[
+        PositiveFloat,
+        Meta(
+            description="`/api/ws`: how often each process checks its sockets' tokens "
+            "(revoked or expired: closed with 4401)"
+        ),
+    ] = 5.0
 
     @property
     def is_sqlite(self) -> bool:

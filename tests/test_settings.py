@@ -80,6 +80,7 @@ DEFAULTS = {
     "ws_frame_burst": 60,
     "database_max_connections": 20,
     "database_pool_timeout_seconds": 30.0,
+    "ws_token_check_seconds": 5.0,
 }
 
 

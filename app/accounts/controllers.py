@@ -9,6 +9,7 @@ from app.accounts.deps import SECURITY, bearer_token
 from app.accounts.schemas import TokenCreate, TokenRead, UserRead
 from app.db.models import User
 from app.lib.problems import problems
+from app.lib.security import token_digest
 from app.settings import Settings
 
 
@@ -52,6 +53,7 @@ class AuthController(Controller):
         token = bearer_token(request)
         if token:
             await services.revoke_token(db_session, token)
+            request.app.emit("token_revoked", token_digest(token))  # closes its sockets
 
 
 class MeController(Controller):

@@ -45,14 +45,20 @@ database, sends `subscribed` with `last_seq`, then the thread's latest run (`run
 live frames. A cursor ahead of the thread gets `reset`: refetch, then subscribe again.
 
 Close codes: 4401 missing, invalid, expired or revoked token (the socket is accepted,
-then closed); 4408 idle (no client frame within the idle timeout: send `ping`);
+then closed; an open socket is closed likewise within seconds of its token being revoked
+or expiring); 4408 idle (no client frame within the idle timeout: send `ping`);
 4429 too slow (the per-socket send queue overflowed: reconnect and resubscribe with
 your last `seq`, nothing is lost); 1011 server error (reconnect likewise).
 
 Limits (per socket; defaults, configurable): client frames of at most 4096 bytes, 20 frames/s
 with a burst of 60, 100 subscriptions; breaking one answers an `error` frame with
 `error_type` `limit` and the socket stays open. The server also answers protocol-level
-pings (uvicorn sends its own every 20 s).
+pings (uvicorn sends its own every 20 s); they count as activity for the idle timeout only
+when the server runs the ping-aware protocol (README, "Realtime").
+
+If the pub/sub backend (Redis) was unreachable, subscriptions stay open and receive the
+changes they missed from the database (`message` frames in ascending `seq`, then the
+thread's latest `run`) within seconds of it coming back.
 """
 
 

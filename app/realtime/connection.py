@@ -18,12 +18,14 @@ from uuid import UUID
 
 import msgspec
 from litestar.connection import WebSocket
+from litestar.types import ReceiveMessage
 
 from app.realtime.channels import RealtimeChannels
 from app.realtime.events import (
     CLIENT_FRAME_TYPES,
     CLOSE_IDLE,
     CLOSE_TOO_SLOW,
+    CLOSE_UNAUTHORIZED,
     ClientFrame,
     ErrorFrame,
     Frame,
@@ -32,12 +34,25 @@ from app.realtime.events import (
     SubscribeFrame,
     UnsubscribeFrame,
 )
-from app.realtime.subscription import ClientTooSlow, ThreadSubscription
+from app.realtime.pings import client_pings
+from app.realtime.subscription import ClientTooSlow, SocketCallbacks, Source, ThreadSubscription
 
 logger = logging.getLogger(__name__)
 SEND_TIMEOUT = 10.0
 _decode_client_frame = msgspec.json.Decoder(ClientFrame).decode
 _encode = msgspec.json.Encoder().encode
+# What a hostile frame can raise while decoding: besides malformed JSON, deep nesting
+# (msgspec recurses; a 4 KB `[[[[…` passes Python's recursion limit) and invalid UTF-8
+# in a binary frame.
+_UNDECODABLE = (msgspec.DecodeError, RecursionError, UnicodeDecodeError)
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "JSON is nested too deeply."
+    if isinstance(exc, UnicodeDecodeError):
+        return "Frame is not valid UTF-8."
+    return str(exc)
 
 
 class TokenBucket:
@@ -70,6 +85,13 @@ class Connection:
         self._close_code: int | None = None
         self._closing = False
         self._task: asyncio.Task[None] | None = None
+        self._pings = client_pings(socket.scope)
+        self._callbacks = SocketCallbacks(
+            send=self.send_text,
+            push_live=self.push_live,
+            forget=self.forget,
+            abort=self.abort_slow_or_broken,
+        )
 
     # -- sending -------------------------------------------------------------------
     def push_live(self, text: str) -> None:
@@ -109,6 +131,9 @@ class Connection:
         if self._task is not None and self._task is not asyncio.current_task():
             self._task.cancel()
 
+    def close_unauthorized(self) -> None:
+        self.close(CLOSE_UNAUTHORIZED)
+
     def abort_slow_or_broken(self) -> None:
         self.close(1011)
 
@@ -131,16 +156,32 @@ class Connection:
     # -- receiving -----------------------------------------------------------------
     async def _receive_loop(self) -> None:
         while True:
-            try:
-                async with asyncio.timeout(self.settings.ws_idle_timeout_seconds):
-                    message = await self.socket.receive()
-            except TimeoutError:
+            message = await self._receive_unless_idle()
+            if message is None:
                 self._close_code, self._closing = CLOSE_IDLE, True
                 return
             if message["type"] == "websocket.disconnect":
                 return
             data = message.get("text") or message.get("bytes") or b""
             await self._handle(data if isinstance(data, str | bytes) else b"")
+
+    async def _receive_unless_idle(self) -> ReceiveMessage | None:
+        """The next client message, or None once the client was idle for the idle timeout.
+
+        A protocol ping counts as activity when the server reports pings (pings.py).
+        """
+        idle = self.settings.ws_idle_timeout_seconds
+        loop = asyncio.get_running_loop()
+        active = loop.time()
+        while True:
+            try:
+                async with asyncio.timeout_at(active + idle):
+                    return await self.socket.receive()  # cancelling it loses nothing
+            except TimeoutError:
+                pinged = self._pings.last if self._pings is not None else None
+                if pinged is None or pinged <= active:
+                    return None
+                active = pinged
 
     async def _handle(self, data: str | bytes) -> None:
         if len(data) > self.settings.ws_max_frame_bytes:
@@ -153,8 +194,8 @@ class Connection:
             return
         try:
             frame = _decode_client_frame(data)
-        except msgspec.DecodeError as exc:
-            await self._reject(data, str(exc))
+        except _UNDECODABLE as exc:
+            await self._reject(data, _reason(exc))
             return
         if isinstance(frame, PingFrame):
             await self.send_frame(PongFrame())
@@ -175,14 +216,20 @@ class Connection:
                 "limit", f"At most {limit} subscriptions per socket.", frame.thread_id
             )
             return
+        source = Source(
+            channels=self.channels,
+            channel=self.channels.channel_for(frame.thread_id),
+            store=self.channels.store,
+            user_id=self.user_id,
+        )
         self.subscriptions[frame.thread_id] = ThreadSubscription(
-            self, frame.thread_id, frame.after_seq
+            self._callbacks, source, frame.thread_id, frame.after_seq
         )
 
     async def _reject(self, data: str | bytes, detail: str) -> None:
         try:
             raw = msgspec.json.decode(data)
-        except msgspec.DecodeError:
+        except _UNDECODABLE:
             raw = None
         kind = raw.get("type") if isinstance(raw, dict) else None
         if isinstance(kind, str) and kind not in CLIENT_FRAME_TYPES:

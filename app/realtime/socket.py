@@ -1,7 +1,8 @@
 """`/api/ws`: the realtime socket (protocol: CONTRACT.md, openapi/asyncapi.json).
 
 Auth by `Authorization: Bearer` or `?token=`. The socket is accepted first so that a bad
-token can be told apart from a network error: it is then closed with 4401.
+token can be told apart from a network error: it is then closed with 4401, as is an open
+socket whose token is revoked or expires (app/realtime/tokens.py).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from litestar import WebSocket, websocket
 
 from app.accounts.deps import bearer_token
+from app.lib.security import token_digest
 from app.realtime.channels import RealtimeChannels
 from app.realtime.connection import Connection
 from app.realtime.events import CLOSE_UNAUTHORIZED
@@ -22,7 +24,10 @@ async def realtime_socket(socket: WebSocket, channels: RealtimeChannels) -> None
     user_id = None
     if token and len(token) <= 200:
         user_id = await channels.store.user_id_for_token(token)
-    if user_id is None:
+    if token is None or user_id is None:
         await socket.close(code=CLOSE_UNAUTHORIZED, reason="Invalid or missing token.")
         return
-    await Connection(socket, channels, user_id).serve()
+    connection = Connection(socket, channels, user_id)
+    # Revoked or expired later (the check above ran once): closed with 4401 too.
+    with channels.tokens.watch(token_digest(token), connection.close_unauthorized):
+        await connection.serve()

@@ -7,11 +7,15 @@ Order of work (DESIGN.md, "the database is the truth"):
 2. replay every message with seq > after_seq from the database, ascending;
 3. send `subscribed` (last_seq = the highest seq delivered), then the thread's latest run;
 4. forward live events, dropping any seq already sent; a gap (or a by-reference message)
-   is back-filled from the database while later events wait in a buffer.
+   is back-filled from the database while later events wait in a buffer;
+5. a `g` event (events may have been lost while Redis was unreachable) back-fills
+   likewise and sends the latest run again, without waiting for the thread's next event.
 
 Live events arrive through a callback (`CallbackSubscriber`), not a queue and a task per
 subscription: an idle subscription costs a few small objects, and a task exists only
-while a replay or back-fill reads the database.
+while a replay or back-fill reads the database. A subscription knows its socket only
+through `SocketCallbacks` (as litestar's `Subscriber.run_in_background` knows only its
+`EventCallback`), and reads from a `Source` (channels plugin, channel name, store).
 """
 
 from __future__ import annotations
@@ -20,19 +24,25 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 import msgspec
-from litestar.channels import Subscriber
+from litestar.channels import ChannelsPlugin, Subscriber
 
-from app.realtime.events import ErrorFrame, MessageFrame, ResetFrame, RunFrame, SubscribedFrame
+from app.realtime.events import (
+    ErrorFrame,
+    Frame,
+    MessageFrame,
+    ResetFrame,
+    RunFrame,
+    SubscribedFrame,
+)
+from app.realtime.store import RealtimeStore
 from app.realtime.wire import RUN_STATUS_RANK, ChannelEvent, decode_event, encode_probe
 from app.threads.serializers import message_read, run_read
-
-if TYPE_CHECKING:
-    from app.realtime.connection import Connection
 
 logger = logging.getLogger(__name__)
 _encode = msgspec.json.Encoder().encode
@@ -74,9 +84,32 @@ def _unsubscribe_later(channels: Any, channel: str, done: asyncio.Future[Any]) -
 _background: set[asyncio.Future[Any]] = set()
 
 
+@dataclass(frozen=True, slots=True)
+class SocketCallbacks:
+    """What a subscription may do to its socket."""
+
+    send: Callable[[str], Awaitable[None]]  # queue a frame, waiting for room (ClientTooSlow)
+    push_live: Callable[[str], None]  # queue a live frame, never waiting
+    forget: Callable[[ThreadSubscription], None]  # the subscription ended by itself
+    abort: Callable[[], None]  # something broke: close the socket (1011)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a subscription reads from: the thread's channel and the database."""
+
+    channels: ChannelsPlugin
+    channel: str
+    store: RealtimeStore
+    user_id: UUID
+
+
 class ThreadSubscription:
-    def __init__(self, connection: Connection, thread_id: UUID, after_seq: int) -> None:
-        self.connection = connection
+    def __init__(
+        self, socket: SocketCallbacks, source: Source, thread_id: UUID, after_seq: int
+    ) -> None:
+        self.socket = socket
+        self.source = source
         self.thread_id = thread_id
         self.after_seq = after_seq
         self.sent_seq = after_seq
@@ -95,41 +128,43 @@ class ThreadSubscription:
         if self._subscriber is not None:
             subscriber, self._subscriber = self._subscriber, None
             subscriber.on_payload = None
-            channels = self.connection.channels
-            await channels.unsubscribe(subscriber, channels.channel_for(self.thread_id))
+            await self.source.channels.unsubscribe(subscriber, self.source.channel)
+
+    async def _send_frame(self, frame: Frame) -> None:
+        await self.socket.send(_encode(frame).decode())
 
     async def _start(self) -> None:
-        conn = self.connection
-        channels = conn.channels
+        source = self.source
         try:
-            last_seq = await channels.store.thread_last_seq(self.thread_id, conn.user_id)
+            last_seq = await source.store.thread_last_seq(self.thread_id, source.user_id)
             if last_seq is None:
-                conn.forget(self)
-                await conn.send_frame(
+                self.socket.forget(self)
+                await self._send_frame(
                     ErrorFrame(
                         error_type="not_found", error="Thread not found.", thread_id=self.thread_id
                     )
                 )
                 return
             if self.after_seq > last_seq:  # a cursor from another history: refetch
-                conn.forget(self)
-                await conn.send_frame(ResetFrame(thread_id=self.thread_id, last_seq=last_seq))
+                self.socket.forget(self)
+                await self._send_frame(ResetFrame(thread_id=self.thread_id, last_seq=last_seq))
                 return
             await self._listen()
             await self._backfill()
-            await conn.send_frame(SubscribedFrame(thread_id=self.thread_id, last_seq=self.sent_seq))
+            await self._send_frame(
+                SubscribedFrame(thread_id=self.thread_id, last_seq=self.sent_seq)
+            )
             await self._send_latest_run()
             self._go_live()
         except ClientTooSlow:
             pass  # the connection is closing with 4429
         except Exception:
             logger.exception("subscription to thread %s failed", self.thread_id)
-            conn.abort_slow_or_broken()
+            self.socket.abort()
 
     async def _listen(self) -> None:
         """Subscribe, then wait for our own probe to come back through the backend."""
-        channels = self.connection.channels
-        channel = channels.channel_for(self.thread_id)
+        channels, channel = self.source.channels, self.source.channel
         self._probe, self._probe_seen = encode_probe(uuid.uuid4().hex), asyncio.Event()
         pending = asyncio.ensure_future(channels.subscribe(channel))
         try:
@@ -163,7 +198,7 @@ class ThreadSubscription:
             self._handle(decode_event(payload))
         except Exception:
             logger.exception("forwarding an event of thread %s failed", self.thread_id)
-            self.connection.abort_slow_or_broken()
+            self.socket.abort()
 
     def _handle(self, event: ChannelEvent) -> None:
         if event.kind in ("m", "r"):
@@ -171,7 +206,7 @@ class ThreadSubscription:
                 return  # already delivered (replay, back-fill, or a duplicate publish)
             if event.kind == "m" and event.seq == self.sent_seq + 1:
                 self.sent_seq = event.seq
-                self.connection.push_live(event.body.decode())
+                self.socket.push_live(event.body.decode())
                 return
             # a gap (a lost or reordered publish) or a message too big to carry
             self._buffer = []
@@ -182,9 +217,12 @@ class ThreadSubscription:
             if rank < self._run_ranks.get(run_id, -1):
                 return  # an older state arriving late (publishes from several processes)
             self._run_ranks[run_id] = rank
-            self.connection.push_live(event.body.decode())
+            self.socket.push_live(event.body.decode())
         elif event.kind == "d":
-            self.connection.push_live(event.body.decode())
+            self.socket.push_live(event.body.decode())
+        elif event.kind == "g":
+            self._buffer = []
+            self.task = asyncio.create_task(self._backfill_then_go_live(with_run=True))
 
     def _go_live(self) -> None:
         """Forward what waited in the buffer, then events as they come."""
@@ -196,33 +234,33 @@ class ThreadSubscription:
                 self._buffer[:0] = waiting[index + 1 :]
                 return
 
-    async def _backfill_then_go_live(self) -> None:
+    async def _backfill_then_go_live(self, with_run: bool = False) -> None:
         try:
             await self._backfill()
+            if with_run:  # a run's change may have been lost too
+                await self._send_latest_run()
             self._go_live()
         except ClientTooSlow:
             pass
         except Exception:
             logger.exception("back-fill of thread %s failed", self.thread_id)
-            self.connection.abort_slow_or_broken()
+            self.socket.abort()
 
     async def _backfill(self) -> None:
         """Send every change after `sent_seq` from the database, page by page."""
         while True:
-            rows = await self.connection.channels.store.changes_after(
-                self.thread_id, self.sent_seq, PAGE_SIZE
-            )
+            rows = await self.source.store.changes_after(self.thread_id, self.sent_seq, PAGE_SIZE)
             for row in rows:
                 frame = MessageFrame(
                     thread_id=row.thread_id, seq=row.seq, message=message_read(row)
                 )
-                await self.connection.send_text(_encode(frame).decode())
+                await self.socket.send(_encode(frame).decode())
                 self.sent_seq = max(self.sent_seq, row.seq)
             if len(rows) < PAGE_SIZE:
                 return
 
     async def _send_latest_run(self) -> None:
-        run = await self.connection.channels.store.latest_run(self.thread_id)
+        run = await self.source.store.latest_run(self.thread_id)
         if run is not None:
             self._run_ranks[str(run.id)] = RUN_STATUS_RANK.get(run.status, 0)
-            await self.connection.send_frame(RunFrame(thread_id=self.thread_id, run=run_read(run)))
+            await self._send_frame(RunFrame(thread_id=self.thread_id, run=run_read(run)))

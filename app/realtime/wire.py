@@ -10,6 +10,11 @@ the row from the database, which it does for any gap anyway.
     R<run_id>:<status>\\n<run json>   a run status change
     d\\n<frame json>                  an ephemeral frame (delta)
     p<token>\\n                       a probe a new subscriber sends itself (see subscription.py)
+    g\\n                              changes may have been lost: read them from the database
+
+The control channel (one per deployment, see channels.py) carries probes too, and
+
+    x<token digest>\\n               a token was revoked: close its sockets
 """
 
 from __future__ import annotations
@@ -44,6 +49,13 @@ def encode_frame(frame: Frame) -> bytes:
     if isinstance(frame, RunFrame):
         return f"R{frame.run.id}:{frame.run.status}\n".encode() + body
     return b"d\n" + body
+
+
+GAP = b"g\n"
+
+
+def encode_revoked(token_digest: str) -> bytes:
+    return f"x{token_digest}\n".encode()
 
 
 def encode_probe(token: str) -> bytes:

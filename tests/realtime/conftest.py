@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -12,7 +13,9 @@ import pytest
 from app import create_app
 from app.settings import Settings
 from tests.conftest import ApiUser
-from tests.realtime.support import Server, free_socket, serve
+from tests.realtime.support import RedisServer, Server, free_socket, serve
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 ServerFactory = Callable[..., AbstractAsyncContextManager[Server]]
 
@@ -54,3 +57,26 @@ async def new_thread(http: httpx.AsyncClient, user: ApiUser) -> str:
     )
     assert response.status_code == 201, response.text
     return response.json()["id"]
+
+
+@pytest.fixture
+def process_env(settings: Settings) -> dict[str, str]:
+    """The environment of server processes sharing the test database and Redis."""
+    return {
+        **os.environ,
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": REDIS_URL,
+        "CHANNELS_PREFIX": f"test-{uuid.uuid4().hex[:10]}:",
+        "RUNNER_ENABLED": "0",
+    }
+
+
+@pytest.fixture
+async def own_redis() -> AsyncIterator[RedisServer]:
+    """A Redis of the test's own, which it may stop and start (never the shared one)."""
+    redis = RedisServer()
+    await redis.start()
+    try:
+        yield redis
+    finally:
+        await redis.stop()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -14,11 +16,14 @@ from uuid import UUID
 import httpx
 import uvicorn
 from litestar import Litestar
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from app.db.models import ThreadMessage
+from app.settings import PROJECT_ROOT
 from app.threads import writer
 
 WAIT = 15.0
@@ -65,6 +70,103 @@ async def serve(app: Litestar, sock: socket.socket | None = None) -> AsyncIterat
     finally:
         server.should_exit = True
         await task
+
+
+def free_port() -> int:
+    with free_socket() as sock:
+        return int(sock.getsockname()[1])
+
+
+@asynccontextmanager
+async def server_process(env: dict[str, str], *command: str) -> AsyncIterator[str]:
+    """A server process (`uvicorn app:create_app`, or `command` with `{port}` filled in);
+    yields its base URL once healthy."""
+    port = free_port()
+    command = command or (
+        *(sys.executable, "-m", "uvicorn", "app:create_app", "--factory"),
+        *("--host", "127.0.0.1", "--port", "{port}", "--log-level", "warning"),
+    )
+    process = await asyncio.create_subprocess_exec(
+        *(part.format(port=port) for part in command), cwd=PROJECT_ROOT, env=env
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(base_url=base) as http, asyncio.timeout(60):
+            while True:
+                assert process.returncode is None, "server process exited"
+                try:
+                    if (await http.get("/api/health")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)  # polling: the process is still starting
+        yield base
+    finally:
+        process.terminate()
+        try:
+            async with asyncio.timeout(15):
+                await process.wait()
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+
+def ws_url(base: str) -> str:
+    return base.replace("http://", "ws://") + "/api/ws"
+
+
+@dataclass
+class TwoProcesses:
+    ws: str  # the socket URL of the first process
+    http: httpx.AsyncClient  # a client of the second
+
+
+@asynccontextmanager
+async def two_processes(env: dict[str, str]) -> AsyncIterator[TwoProcesses]:
+    """Two server processes sharing `env`'s database and Redis: sockets on the first,
+    HTTP to the second."""
+    async with (
+        server_process(env) as first,
+        server_process(env) as second,
+        httpx.AsyncClient(base_url=second) as http,
+    ):
+        yield TwoProcesses(ws=ws_url(first), http=http)
+
+
+class RedisServer:
+    """A redis-server of the test's own (never the shared one), stopped and started at will."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.process: asyncio.subprocess.Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            *("redis-server", "--port", str(self.port), "--bind", "127.0.0.1"),
+            *("--save", "", "--appendonly", "no"),
+            stdout=subprocess.DEVNULL,
+        )
+        client = Redis.from_url(self.url)
+        try:
+            async with asyncio.timeout(WAIT):
+                while True:
+                    assert self.process.returncode is None, "redis-server exited"
+                    try:
+                        await client.ping()
+                        return
+                    except RedisConnectionError:
+                        await asyncio.sleep(0.05)  # polling: redis-server is still starting
+        finally:
+            await client.aclose()
+
+    async def stop(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.terminate()
+            await self.process.wait()
+        self.process = None
 
 
 @dataclass

@@ -112,6 +112,29 @@ async def test_malformed_frames_answer_errors_and_keep_the_socket(
         await ws.wait_type("pong")
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[" * 1900 + "]" * 1900,  # 3.8 KB, deeper than Python's recursion limit
+        '[{"":' * 580 + "1" + "}]" * 580,  # nested objects, under the 4096-byte limit
+        '{"type": "ping", "x": ' + "[" * 1800 + "]" * 1800 + "}",
+        b'{"type": "ping\xff"}',  # a binary frame that is not UTF-8
+        b'{"type": "subscribe", "thread_id": "\xc3\x28"}',
+    ],
+    ids=["nested-arrays", "nested-objects", "nested-field", "bad-utf8", "bad-utf8-field"],
+)
+async def test_hostile_frames_answer_bad_frame_and_keep_the_socket(
+    server: Server, alice: ApiUser, raw: str | bytes
+) -> None:
+    async with WsClient.connect(server.ws, alice.token) as ws:
+        await ws.conn.send(raw)
+        error = await ws.wait_type("error")
+        assert error["error_type"] == "bad_frame"
+        await ws.send({"type": "ping"})
+        await ws.wait_type("pong")
+        assert ws.close_code is None
+
+
 async def test_protocol_and_app_pings_are_answered(server: Server, alice: ApiUser) -> None:
     async with WsClient.connect(server.ws, alice.token) as ws:
         async with asyncio.timeout(5):
@@ -237,7 +260,17 @@ async def test_socket_survives_client_leaving_mid_replay(
         assert (await ws.wait_type("subscribed"))["last_seq"] == 30
 
     # every subscriber was released, including those stopped in the middle of subscribing
+    # (the process's own control channel stays)
     channels = server.app.plugins.get(RealtimeChannels)
+
+    def thread_subscribers() -> list[object]:
+        return [
+            subscriber
+            for name, subscribers in channels._channels.items()
+            if name != channels.control_channel
+            for subscriber in subscribers
+        ]
+
     async with asyncio.timeout(5):
-        while any(channels._channels.values()):  # noqa: ASYNC110 - no event to wait on
+        while thread_subscribers():  # noqa: ASYNC110 - no event to wait on
             await asyncio.sleep(0.01)
