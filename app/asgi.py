@@ -18,6 +18,7 @@ from app.db.config import build_sqlalchemy_config
 from app.lib.health import health
 from app.lib.openapi import OptionalLiteralSchemaPlugin, StrictStructSchemaPlugin
 from app.lib.problems import problem_details_plugin
+from app.lib.requests import ApiRequest
 from app.orchestrator.plugin import OrchestratorPlugin
 from app.realtime.channels import RealtimeChannels
 from app.realtime.socket import realtime_socket
@@ -86,6 +87,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         },
         openapi_config=openapi_config(),
         request_max_body_size=settings.max_request_body_bytes,
+        request_class=ApiRequest,
         state=State({"settings": settings}),
         debug=False,
     )
