@@ -10,13 +10,14 @@ from uuid import UUID
 import msgspec
 
 from app.lib.problems import ProblemException
+from app.lib.schema import AwareDatetime
 
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50
 
 
 class _Key(msgspec.Struct, array_like=True):
-    at: datetime
+    at: AwareDatetime  # a forged naive one could not be compared with stored UTC times
     id: UUID
 
 

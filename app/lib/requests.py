@@ -6,6 +6,7 @@ from typing import Any
 
 from litestar import Request
 from litestar.exceptions import SerializationException
+from litestar.types import Empty
 
 
 class ApiRequest(Request[Any, Any, Any]):
@@ -22,3 +23,10 @@ class ApiRequest(Request[Any, Any, Any]):
             raise SerializationException("The request body is not valid UTF-8.") from exc
         except RecursionError as exc:
             raise SerializationException("The request body's JSON is nested too deeply.") from exc
+
+    @property
+    def decoded_json(self) -> Any:
+        """The JSON body as already decoded for this request (shared through the ASGI
+        scope, so a request built later for the exception handler sees it), or None."""
+        value = self._connection_state.json
+        return None if value is Empty else value
