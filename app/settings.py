@@ -64,6 +64,11 @@ class Settings:
     ws_max_frame_bytes: int = 4096
     ws_frame_rate: float = 20.0
     ws_frame_burst: int = 60
+    # Login throttling (app/accounts/throttle.py): failed logins allowed per account and
+    # per client address in one window before a 429.
+    login_max_failures_per_account: int = 10
+    login_max_failures_per_address: int = 50
+    login_failure_window_seconds: float = 900.0
 
     @property
     def is_sqlite(self) -> bool:
