@@ -34,7 +34,7 @@ class AuthController(Controller):
     @post(
         "/token",
         operation_id="CreateToken",
-        responses=problems(429),
+        responses=problems(429, 503),
         security=[],
         # A bearer token must never sit in a browser or proxy cache.
         cache_control=CacheControlHeader(no_store=True),

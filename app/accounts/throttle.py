@@ -14,15 +14,18 @@ burst; hence this small counter.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from litestar.config.app import AppConfig
 from litestar.datastructures import State
-from litestar.exceptions import TooManyRequestsException
+from litestar.exceptions import ServiceUnavailableException, TooManyRequestsException
 from litestar.plugins import InitPlugin
+from redis.exceptions import RedisError
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from app.settings import Settings
 
 
+logger = logging.getLogger(__name__)
 STATE_KEY = "login_throttle"
 
 
@@ -86,24 +90,41 @@ class RedisCounter:
     redis: Redis
 
     async def hit(self, key: str, window_seconds: float) -> tuple[int, float]:
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.incr(key)
-            pipe.expire(key, math.ceil(window_seconds), nx=True)
-            pipe.ttl(key)
-            count, _, ttl = await pipe.execute()
+        try:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                # SET NX starts the window with its expiry (INCR keeps it); any Redis version.
+                pipe.set(key, 0, ex=math.ceil(window_seconds), nx=True)
+                pipe.incr(key)
+                pipe.ttl(key)
+                _, count, ttl = await pipe.execute()
+        except RedisError as exc:
+            # Without the shared counts no login can be checked: a 503, not a 500.
+            logger.warning("login throttle: Redis unavailable: %s", exc)
+            raise ServiceUnavailableException(
+                "Login is unavailable for a moment; try again.", headers={"Retry-After": "5"}
+            ) from exc
         return int(count), float(max(ttl, 1))
 
     async def give_back(self, key: str) -> None:
         # Never below zero, never creating a key without an expiry.
-        await self.redis.eval(
-            "if (tonumber(redis.call('GET', KEYS[1]) or '0') > 0) then "
-            "return redis.call('DECR', KEYS[1]) end return 0",
-            1,
-            key,
+        await self._after_login(
+            self.redis.eval(
+                "if (tonumber(redis.call('GET', KEYS[1]) or '0') > 0) then "
+                "return redis.call('DECR', KEYS[1]) end return 0",
+                1,
+                key,
+            )
         )
 
     async def clear(self, key: str) -> None:
-        await self.redis.delete(key)
+        await self._after_login(self.redis.delete(key))
+
+    async def _after_login(self, command: Awaitable[Any]) -> None:
+        # The password was right: a lost count must not turn the login into an error.
+        try:
+            await command
+        except RedisError as exc:
+            logger.warning("login throttle: Redis unavailable: %s", exc)
 
     async def close(self) -> None:
         await self.redis.aclose()

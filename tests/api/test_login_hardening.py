@@ -12,7 +12,7 @@ from uuid import uuid4
 import httpx
 import pytest
 from httpx import AsyncClient
-from litestar.exceptions import TooManyRequestsException
+from litestar.exceptions import ServiceUnavailableException, TooManyRequestsException
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import create_app
@@ -118,6 +118,18 @@ async def test_failures_are_shared_across_processes_through_redis(settings: Sett
             await one.counter.redis.delete(key)
         await one.counter.close()
         await two.counter.close()
+
+
+async def test_redis_unavailable_is_a_503_not_a_500(settings: Settings) -> None:
+    # Nothing listens on port 1: the shared counts cannot be read.
+    down = dataclasses.replace(settings, redis_url="redis://127.0.0.1:1/0")
+    throttle = build_login_throttle(down)
+    try:
+        with pytest.raises(ServiceUnavailableException) as unavailable:
+            await throttle.attempt("someone@example.com", "10.0.5.1")
+        assert unavailable.value.headers["Retry-After"]
+    finally:
+        await throttle.counter.close()
 
 
 async def test_token_responses_are_not_cached_and_nothing_is_sniffed(
