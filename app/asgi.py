@@ -12,6 +12,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 
 from app.accounts.controllers import AuthController, MeController
 from app.accounts.deps import BEARER_SCHEME, provide_current_user
+from app.accounts.throttle import LoginThrottlePlugin
 from app.agents.controllers import AgentController
 from app.cli.plugin import CLIPlugin
 from app.db.config import build_sqlalchemy_config
@@ -21,6 +22,8 @@ from app.lib.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagg
 from app.lib.health import health
 from app.lib.openapi import OptionalLiteralSchemaPlugin, StrictStructSchemaPlugin
 from app.lib.problems import problem_details_plugin
+from app.lib.requests import ApiRequest
+from app.lib.security import add_security_headers
 from app.orchestrator.plugin import OrchestratorPlugin
 from app.realtime.channels import RealtimeChannels
 from app.realtime.socket import realtime_socket
@@ -83,6 +86,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             SQLAlchemyPlugin(config=db_config),
             problem_details_plugin(),
             CLIPlugin(),
+            LoginThrottlePlugin(settings),
             StrictStructSchemaPlugin(),
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
@@ -96,6 +100,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
         openapi_config=openapi_config(),
         lifespan=[schema_lifespan(settings)],  # first: before the runner touches tables
         request_max_body_size=settings.max_request_body_bytes,
+        request_class=ApiRequest,
+        before_send=[add_security_headers],
         state=State({"settings": settings}),
         debug=False,
     )

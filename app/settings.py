@@ -158,6 +158,16 @@ class Settings:
             "(revoked or expired: closed with 4401)"
         ),
     ] = 5.0
+    # Login throttling (app/accounts/throttle.py): failed logins in one window before a 429.
+    login_max_failures_per_account: Annotated[
+        PositiveInt, Meta(description="failed logins of one account per window before a 429")
+    ] = 10
+    login_max_failures_per_address: Annotated[
+        PositiveInt, Meta(description="failed logins from one client address per window")
+    ] = 50
+    login_failure_window_seconds: Annotated[
+        PositiveFloat, Meta(description="the login throttling window")
+    ] = 900.0
 
     @property
     def is_sqlite(self) -> bool:

@@ -60,7 +60,7 @@ def test_staff_cli(empty_database: str) -> None:
             "--email",
             "Staff@Example.com",
             "--password",
-            "pw-123456",
+            "pw-1234567890",
             "--staff",
         )
     ).strip()
@@ -69,6 +69,16 @@ def test_staff_cli(empty_database: str) -> None:
         empty_database, "users", "create", "--email", "staff@example.com", "--password", "x"
     )
     assert duplicate.returncode != 0 and "already exists" in duplicate.stderr + duplicate.stdout
+
+    weak = litestar(
+        empty_database, "users", "create", "--email", "weak@example.com", "--password", "short"
+    )
+    assert weak.returncode != 0
+    # One line (in click's error frame) naming the rule.
+    assert any(
+        "too weak" in line and "at least 10 characters" in line for line in weak.stderr.splitlines()
+    ), weak.stderr
+    assert counts(empty_database)["users"] == 1
 
     agent_id = ok(
         litestar(

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 from litestar import Controller, Request, delete, get, post
+from litestar.datastructures import CacheControlHeader
+from litestar.di import Provide
 from litestar.exceptions import NotAuthorizedException
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts import services
 from app.accounts.deps import SECURITY, bearer_token
 from app.accounts.schemas import TokenCreate, TokenRead, UserRead
+from app.accounts.throttle import LoginThrottle, provide_login_throttle
 from app.db.models import User
 from app.lib.problems import problems
 from app.lib.security import token_digest
@@ -27,14 +30,32 @@ class AuthController(Controller):
     path = "/api/auth"
     tags = ["auth"]
 
-    @post("/token", operation_id="CreateToken", responses=problems(), security=[])
+    dependencies = {"login_throttle": Provide(provide_login_throttle, sync_to_thread=False)}
+
+    @post(
+        "/token",
+        operation_id="CreateToken",
+        responses=problems(429, 503),
+        security=[],
+        # A bearer token must never sit in a browser or proxy cache.
+        cache_control=CacheControlHeader(no_store=True),
+    )
     async def create_token(
-        self, data: TokenCreate, db_session: AsyncSession, settings: Settings
+        self,
+        request: Request,
+        data: TokenCreate,
+        db_session: AsyncSession,
+        settings: Settings,
+        login_throttle: LoginThrottle,
     ) -> TokenRead:
-        """Exchange an email and password for a bearer token."""
+        """Exchange an email and password for a bearer token. Too many failed logins
+        for an account or from an address answer 429 (see `Retry-After`)."""
+        address = request.client.host if request.client else "unknown"
+        await login_throttle.attempt(data.email, address)
         user = await services.authenticate(db_session, data.email, data.password)
         if user is None:
             raise NotAuthorizedException("Wrong email or password.")
+        await login_throttle.succeeded(data.email, address)
         raw, token = await services.issue_token(db_session, user, settings.token_ttl_days)
         return TokenRead(
             access_token=raw, token_type="bearer", expires_at=token.expires_at, user=user_read(user)

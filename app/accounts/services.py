@@ -8,7 +8,14 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import ApiToken, User
-from app.lib.security import hash_password, new_token, token_digest, verify_password
+from app.lib.problems import ProblemException
+from app.lib.security import (
+    hash_password,
+    new_token,
+    token_digest,
+    verify_password,
+    weak_password_reasons,
+)
 from app.lib.time import utcnow
 
 
@@ -23,12 +30,25 @@ async def get_user_by_email(session: AsyncSession, email: str) -> User | None:
 async def create_user(
     session: AsyncSession, email: str, password: str, *, is_staff: bool = False
 ) -> User:
+    check_new_password(password, email)
     user = User(
         email=normalise_email(email), password_hash=hash_password(password), is_staff=is_staff
     )
     session.add(user)
     await session.flush()
     return user
+
+
+def check_new_password(password: str, email: str) -> None:
+    """Refuse a weak new password with a 400 naming every rule it breaks (never applied
+    at login: existing passwords keep working)."""
+    if reasons := weak_password_reasons(password, email):
+        rules = "; ".join(reasons)
+        raise ProblemException(
+            400,
+            f"The password is too weak: it must be {rules}.",
+            errors=[{"field": "password", "message": rules, "source": "body"}],
+        )
 
 
 async def authenticate(session: AsyncSession, email: str, password: str) -> User | None:

@@ -46,11 +46,15 @@ def users_group() -> None: ...
 @click.option("--staff", is_flag=True, default=False)
 def create_user_command(app: Litestar, email: str, password: str, staff: bool) -> None:
     from app.accounts.services import create_user, get_user_by_email
+    from app.lib.problems import ProblemException
 
     async def work(session: AsyncSession) -> Any:
         if await get_user_by_email(session, email):
             fail(f"A user with email {email} already exists.")
-        return await create_user(session, email, password, is_staff=staff)
+        try:
+            return await create_user(session, email, password, is_staff=staff)
+        except ProblemException as exc:
+            fail(exc.detail)
 
     user = run_in_session(app, work)
     click.echo(str(user.id))

@@ -8,6 +8,8 @@ from typing import Any
 
 import msgspec
 from advanced_alchemy.exceptions import NotFoundError
+from litestar import Request, Response
+from litestar.config.app import AppConfig
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.plugins.problem_details import (
@@ -19,6 +21,7 @@ from sqlalchemy.exc import DBAPIError
 
 from app.db.errors import PoolTimeoutError, is_database_unavailable
 from app.db.session import CommitFailedError
+from app.lib.validation import friendly_message, struct_field_errors
 
 logger = logging.getLogger(__name__)
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -48,14 +51,23 @@ class ProblemException(HTTPException):
         super().__init__(detail=detail, status_code=status_code, extra=extra or None)
 
 
+def _as_field_errors(items: list[Any]) -> list[dict[str, Any]]:
+    """Litestar's validation messages (`key`, `message`, `source`) as problem `errors`."""
+    return [
+        {
+            "field": item.get("key"),
+            "message": friendly_message(item.get("message", "")),
+            "source": item.get("source"),
+        }
+        for item in items
+        if isinstance(item, dict)
+    ]
+
+
 def _field_errors(exc: HTTPException) -> list[dict[str, Any]] | None:
     if not isinstance(exc, ValidationException) or not isinstance(exc.extra, list):
         return None
-    return [
-        {"field": item.get("key"), "message": item.get("message", ""), "source": item.get("source")}
-        for item in exc.extra
-        if isinstance(item, dict)
-    ]
+    return _as_field_errors(exc.extra)
 
 
 def _problem(status: int, detail: str | None, **members: Any) -> ProblemDetailsException:
@@ -120,8 +132,53 @@ def _from_unexpected(exc: Exception) -> ProblemDetailsException:
     return _problem(500, "An unexpected error occurred.")
 
 
+def _body_field_errors(request: Request, exc: ValidationException) -> list[dict[str, Any]]:
+    """Every bad field of the JSON body, when the body is what failed (msgspec, and so
+    Litestar, report only the first)."""
+    if not isinstance(exc.extra, list) or not any(
+        isinstance(item, dict) and item.get("source") == "body" for item in exc.extra
+    ):
+        return []
+    data = request.route_handler.parsed_fn_signature.parameters.get("data")
+    struct_type = data.annotation if data else None
+    if not (isinstance(struct_type, type) and issubclass(struct_type, msgspec.Struct)):
+        return []
+    raw = getattr(request, "decoded_json", None)
+    return struct_field_errors(struct_type, raw)
+
+
+def _validation_detail(errors: list[dict[str, Any]]) -> str | None:
+    """One line naming each bad field: "due_at must include a timezone; name: Expected …"."""
+    parts = [
+        f"{e['field']} {e['message']}"
+        if e["message"][:1].islower()
+        else f"{e['field']}: {e['message']}"
+        for e in errors
+        if e.get("field")
+    ]
+    return f"Invalid request: {'; '.join(parts)}." if parts else None
+
+
+def _validation_problem(request: Request, exc: ValidationException) -> Response[Any]:
+    errors = _field_errors(exc) or []
+    if body_errors := _body_field_errors(request, exc):
+        errors = [e for e in errors if e["source"] != "body"] + _as_field_errors(body_errors)
+    problem = _problem(400, _validation_detail(errors) or exc.detail, errors=errors or None)
+    return problem.to_response(request)
+
+
+class _ProblemDetailsPlugin(ProblemDetailsPlugin):
+    """Validation problems need the request (its body and handler) to list every bad
+    field, which the exception-to-problem map's one-argument functions do not get."""
+
+    def on_app_init(self, app_config: AppConfig) -> AppConfig:
+        app_config = super().on_app_init(app_config)
+        app_config.exception_handlers[ValidationException] = _validation_problem
+        return app_config
+
+
 def problem_details_plugin() -> ProblemDetailsPlugin:
-    return ProblemDetailsPlugin(
+    return _ProblemDetailsPlugin(
         ProblemDetailsConfig(
             exception_to_problem_detail_map={
                 HTTPException: _from_http_exception,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 import msgspec
@@ -18,3 +19,6 @@ class Input(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 # Bounded scalars: an unbounded integer past 64 bits would reach the database.
 NonNegativeInt = Annotated[int, msgspec.Meta(ge=0, le=2**53)]
 ShortText = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+# Every datetime a client sends: a naive one is ambiguous (whose local time?) and
+# cannot be compared with the stored UTC values, so it is refused with a 400.
+AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SECURITY
 from app.db.models import User
-from app.lib.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from app.lib.pagination import DEFAULT_PAGE_SIZE, PageLimit, page_size
 from app.lib.problems import problems
 from app.tasks import services
 from app.tasks.schemas import TaskPage, TaskRead, TaskStatus, TaskUpdate
@@ -27,11 +27,11 @@ class TaskController(Controller):
         db_session: AsyncSession,
         current_user: User,
         status: Annotated[TaskStatus | None, Parameter()] = None,
-        limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+        limit: PageLimit = DEFAULT_PAGE_SIZE,
         cursor: Annotated[str | None, Parameter(max_length=200)] = None,
     ) -> TaskPage:
         """Your tasks, newest first, optionally by status."""
-        return await services.list_tasks(db_session, current_user, status, limit, cursor)
+        return await services.list_tasks(db_session, current_user, status, page_size(limit), cursor)
 
     @patch("/{task_id:uuid}", operation_id="UpdateTask", responses=problems(404))
     async def update_task(

@@ -6,7 +6,7 @@ from uuid import UUID
 
 import msgspec
 
-from app.lib.schema import Input, Schema
+from app.lib.schema import AwareDatetime, Input, Schema
 
 TaskStatus = Literal["active", "completed"]
 TaskTitle = Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
@@ -35,4 +35,4 @@ class TaskUpdate(Input):
     title: TaskTitle | msgspec.UnsetType = msgspec.UNSET
     notes: TaskNotes | msgspec.UnsetType | None = msgspec.UNSET
     status: TaskStatus | msgspec.UnsetType = msgspec.UNSET
-    due_at: datetime | msgspec.UnsetType | None = msgspec.UNSET
+    due_at: AwareDatetime | msgspec.UnsetType | None = msgspec.UNSET

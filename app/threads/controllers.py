@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SECURITY
 from app.db.models import User
-from app.lib.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from app.lib.pagination import DEFAULT_PAGE_SIZE, PageLimit, page_size
 from app.lib.problems import problems
 from app.threads import services
 from app.threads.schemas import ThreadCreate, ThreadPage, ThreadRead, ThreadUpdate
@@ -33,11 +33,11 @@ class ThreadController(Controller):
         self,
         db_session: AsyncSession,
         current_user: User,
-        limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+        limit: PageLimit = DEFAULT_PAGE_SIZE,
         cursor: Annotated[str | None, Parameter(max_length=200)] = None,
     ) -> ThreadPage:
         """Your threads, newest activity first; pass `next_cursor` back for the next page."""
-        return await services.list_threads(db_session, current_user, limit, cursor)
+        return await services.list_threads(db_session, current_user, page_size(limit), cursor)
 
     @get("/{thread_id:uuid}", operation_id="GetThread", responses=problems(404))
     async def get_thread(

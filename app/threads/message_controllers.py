@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SECURITY
 from app.db.models import User
-from app.lib.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from app.lib.pagination import DEFAULT_PAGE_SIZE, PageLimit, page_size
 from app.lib.problems import problems
 from app.threads import messages
 from app.threads.message_reads import latest_page_json, list_owned_messages
@@ -56,10 +56,11 @@ class MessageController(Controller):
         ] = None,
         # `Annotated[int, …] | None` would document the bounds but not enforce them.
         before_position: Annotated[int | None, Parameter(ge=1, le=2**31)] = None,
-        limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+        limit: PageLimit = DEFAULT_PAGE_SIZE,
     ) -> Response[MessagePage]:
         """`after_seq`: changes after a seq, ascending; `before_position`: older history;
         neither: the latest page. Items are always in ascending order."""
+        limit = page_size(limit)
         if after_seq is None and before_position is None:
             # The page clients poll: served pre-encoded while the thread is unchanged.
             body = await latest_page_json(db_session, current_user, thread_id, limit=limit)

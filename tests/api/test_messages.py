@@ -134,7 +134,7 @@ async def test_message_limits(client: AsyncClient, alice: ApiUser) -> None:
     assert_problem(huge, 413)
 
     url = f"/api/threads/{thread_id}/messages"
-    assert_problem(await client.get(url, params={"limit": 1000}, headers=alice.headers), 400)
+    assert_problem(await client.get(url, params={"limit": 0}, headers=alice.headers), 400)
     assert_problem(await client.get(url, params={"after_seq": -1}, headers=alice.headers), 400)
     assert_problem(
         await client.get(url, params={"before_position": "abc"}, headers=alice.headers), 400
