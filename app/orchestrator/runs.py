@@ -6,7 +6,6 @@ completed | failed | cancelled. Every status change is published after commit.
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from functools import lru_cache
 from typing import Any
@@ -22,6 +21,7 @@ from app.lib.time import utcnow
 from app.orchestrator.notify import notify_after_commit
 from app.realtime.events import RunFrame
 from app.realtime.publisher import queue_frame
+from app.threads import activity as cell
 from app.threads.serializers import run_read
 from app.threads.writer import update_message
 
@@ -95,8 +95,7 @@ async def request_cancel(session: AsyncSession, run: Run) -> Run:
 
 
 # -- the runner's side ------------------------------------------------------------------
-OPEN_TOOL_STATUSES = ("in_progress", "awaiting_approval")
-INTERRUPTED = "interrupted"
+INTERRUPTED = cell.INTERRUPTED
 
 
 def _claimable():
@@ -179,11 +178,6 @@ async def renew_leases(
     return {row[0]: bool(row[1]) for row in rows}
 
 
-def failure_content(error: str, error_type: str) -> str:
-    """What the model reads for a call that ended without a tool result."""
-    return json.dumps({"ok": False, "error": error, "error_type": error_type})
-
-
 async def close_open_activities(
     session: AsyncSession, run_id: UUID, *, error_type: str, error: str
 ) -> int:
@@ -195,21 +189,17 @@ async def close_open_activities(
         .execution_options(populate_existing=True)
     )
     closed = 0
-    now = utcnow().isoformat()
+    now = utcnow()
     for message in messages:
-        activity = message.tool_activity or {}
-        if activity.get("status") not in OPEN_TOOL_STATUSES:
+        if not cell.is_open(message.tool_activity):
             continue
-        activity = {
-            **activity,
-            "status": "failure",
-            "error": error,
-            "error_type": error_type,
-            "finished_at": now,
-            "expires_at": None,
-        }
         await update_message(
-            session, message, tool_activity=activity, content=failure_content(error, error_type)
+            session,
+            message,
+            tool_activity=cell.closed(
+                message.tool_activity or {}, error_type=error_type, error=error, now=now
+            ),
+            content=cell.failure_content(error, error_type),
         )
         closed += 1
     return closed
