@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Literal
 from uuid import UUID
 
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
+
+from app.db.outbox import on_commit
 
 logger = logging.getLogger(__name__)
 Kind = Literal["queued", "cancel", "approval"]
 Listener = Callable[[Kind, UUID], None]
-_KEY = "orchestrator_notify"
 _listeners: list[Listener] = []
 
 
@@ -31,20 +32,13 @@ def remove_listener(listener: Listener) -> None:
         _listeners.remove(listener)
 
 
+def _deliver(kind: Kind, object_id: UUID) -> None:
+    for listener in list(_listeners):
+        try:
+            listener(kind, object_id)
+        except Exception:  # one listener must never keep the others from hearing
+            logger.exception("orchestrator listener failed")
+
+
 def notify_after_commit(session: AsyncSession | Session, kind: Kind, object_id: UUID) -> None:
-    session.info.setdefault(_KEY, []).append((kind, object_id))
-
-
-@event.listens_for(Session, "after_commit")
-def _deliver(session: Session) -> None:
-    for kind, object_id in session.info.pop(_KEY, ()):
-        for listener in list(_listeners):
-            try:
-                listener(kind, object_id)
-            except Exception:  # a listener must never break a commit
-                logger.exception("orchestrator listener failed")
-
-
-@event.listens_for(Session, "after_rollback")
-def _drop(session: Session) -> None:
-    session.info.pop(_KEY, None)
+    on_commit(session, partial(_deliver, kind, object_id))

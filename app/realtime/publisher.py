@@ -1,25 +1,26 @@
 """Where committed message and run changes go after commit.
 
-The message writer queues frames on the session (`queue_frame`); they are handed to the
-process's publisher only once the transaction commits, and dropped on rollback, so a
-subscriber never sees a change the database does not have.
+The message writer queues frames on the session (`queue_frame`, through the one outbox
+of app/db/outbox.py); they are handed to the process's publisher only once the
+transaction commits, and dropped on rollback, so a subscriber never sees a change the
+database does not have.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 from uuid import UUID
 
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
+from app.db.outbox import on_commit
 from app.realtime.events import DeltaFrame, Frame
 
 logger = logging.getLogger(__name__)
-_OUTBOX_KEY = "realtime_outbox"
 
 
 class Publisher(Protocol):
@@ -59,22 +60,15 @@ def get_publisher() -> Publisher:
     return _current
 
 
+def _publish(thread_id: UUID, frame: Frame) -> None:
+    _current.publish(thread_id, frame)  # the publisher in place at commit time
+
+
 def queue_frame(session: AsyncSession | Session, thread_id: UUID, frame: Frame) -> None:
     """Publish `frame` once the session's transaction commits."""
-    session.info.setdefault(_OUTBOX_KEY, []).append((thread_id, frame))
+    on_commit(session, partial(_publish, thread_id, frame))
 
 
 def publish_ephemeral(thread_id: UUID, frame: DeltaFrame) -> None:
     """Deltas are not stored: they go out at once."""
     _current.publish(thread_id, frame)
-
-
-@event.listens_for(Session, "after_commit")
-def _flush_outbox(session: Session) -> None:
-    for thread_id, frame in session.info.pop(_OUTBOX_KEY, ()):
-        _current.publish(thread_id, frame)
-
-
-@event.listens_for(Session, "after_rollback")
-def _drop_outbox(session: Session) -> None:
-    session.info.pop(_OUTBOX_KEY, None)
