@@ -1,7 +1,8 @@
 """In-process wake-ups after commit: a run was queued, a cancel asked, an approval decided.
 
 The database stays the truth (the runner also polls); this only makes the embedded
-runner react at once instead of at its next poll.
+runner react at once instead of at its next poll. Queued runs and cancel requests come
+from the threads domain's change port; approval decisions are this package's own.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from app.db.outbox import on_commit
+from app.threads import changes
 
 logger = logging.getLogger(__name__)
 Kind = Literal["queued", "cancel", "approval"]
@@ -42,3 +44,14 @@ def _deliver(kind: Kind, object_id: UUID) -> None:
 
 def notify_after_commit(session: AsyncSession | Session, kind: Kind, object_id: UUID) -> None:
     on_commit(session, partial(_deliver, kind, object_id))
+
+
+class _RunWakeups(changes.ChangeSink):
+    def run_queued(self, run_id: UUID) -> None:
+        _deliver("queued", run_id)
+
+    def cancel_requested(self, run_id: UUID) -> None:
+        _deliver("cancel", run_id)
+
+
+changes.register(_RunWakeups())

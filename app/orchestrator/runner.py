@@ -32,8 +32,7 @@ from app.orchestrator.delegation import (
 from app.orchestrator.history import load_history
 from app.orchestrator.llm import LLMError, ModelTurn, context_window, fit_to_context, stream_turn
 from app.orchestrator.tool_calls import PlannedCall, ToolCallRunner, plan_call, tool_message_fields
-from app.realtime.events import DeltaFrame
-from app.realtime.publisher import publish_ephemeral
+from app.threads import changes
 from app.threads.writer import create_message, create_messages, update_message
 from app.tools.base import ToolResult
 from app.tools.registry import get_registry
@@ -247,10 +246,7 @@ class RunExecution:
                 )
             )
             return
-        publish_ephemeral(
-            self.run.thread_id,
-            DeltaFrame(thread_id=self.run.thread_id, message_id=self.assistant.id, content=delta),
-        )
+        changes.text_delta(self.run.thread_id, self.assistant.id, delta)
 
     async def _record_turn(
         self, state: RunState, spec: LoopSpec, turn: ModelTurn

@@ -13,7 +13,7 @@ from uuid_utils.compat import uuid7
 from app.db.models import Agent, Run, Thread, ThreadMessage
 from app.db.models.run import ACTIVE_RUN_STATUSES
 from app.lib.problems import ProblemException
-from app.orchestrator.runs import queue_run
+from app.threads.runs import queue_run
 from app.threads.schemas import MessageCreate
 from app.threads.writer import create_message, lock_thread
 from app.tools.toolsets import get_agent_type
