@@ -14,7 +14,6 @@ import contextlib
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Thread, ThreadMessage
@@ -22,6 +21,7 @@ from app.lib.problems import ProblemException
 from app.lib.time import utcnow
 from app.orchestrator.notify import notify_after_commit
 from app.threads import activity as cell
+from app.threads import repository
 from app.threads.schemas import ApprovalDecision
 from app.threads.writer import lock_thread, update_message
 
@@ -34,9 +34,7 @@ async def _locked_message(
 ) -> ThreadMessage | None:
     await lock_thread(session, thread_id)  # serialises decisions, expiry and the runner
     return await session.scalar(
-        select(ThreadMessage)
-        .where(ThreadMessage.id == message_id, ThreadMessage.thread_id == thread_id)
-        .execution_options(populate_existing=True)
+        repository.thread_message(thread_id, message_id).execution_options(populate_existing=True)
     )
 
 

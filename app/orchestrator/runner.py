@@ -17,10 +17,9 @@ from functools import lru_cache
 from typing import Any
 
 import msgspec
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Agent, Run, RunStatus, Thread, ThreadMessage, User
+from app.db.models import Agent, Run, RunStatus, ThreadMessage
 from app.orchestrator import runs
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.delegation import (
@@ -32,7 +31,7 @@ from app.orchestrator.delegation import (
 from app.orchestrator.history import load_history
 from app.orchestrator.llm import LLMError, ModelTurn, context_window, fit_to_context, stream_turn
 from app.orchestrator.tool_calls import PlannedCall, ToolCallRunner, plan_call, tool_message_fields
-from app.threads import changes
+from app.threads import changes, repository
 from app.threads.writer import create_message, create_messages, update_message
 from app.tools.base import ToolResult
 from app.tools.registry import get_registry
@@ -123,15 +122,8 @@ class RunExecution:
 
     async def _prepare(self) -> tuple[RunState, LoopSpec, list[dict[str, Any]]]:
         async with self.deps.session_factory() as session:
-            row = (
-                await session.execute(
-                    select(Thread, Agent, User)
-                    .select_from(Thread)
-                    .join(Agent, Agent.id == self.run.agent_id)
-                    .join(User, User.id == Thread.owner_id)
-                    .where(Thread.id == self.run.thread_id)
-                )
-            ).one_or_none()
+            context = repository.run_context(self.run.thread_id, self.run.agent_id)
+            row = (await session.execute(context)).one_or_none()
             if row is None:
                 raise LookupError("thread or agent is gone")
             thread, agent, user = row
@@ -143,15 +135,7 @@ class RunExecution:
                 allowed = [name for name in allowed if name in narrow]
             delegates: dict[str, Agent] = {}
             if config.delegation:
-                specialists = await session.scalars(
-                    select(Agent)
-                    .where(
-                        Agent.owner_id == user.id,
-                        Agent.agent_type == "specialist",
-                        Agent.id != agent.id,
-                    )
-                    .order_by(Agent.name)
-                )
+                specialists = await session.scalars(repository.specialists(user.id, agent.id))
                 for specialist in specialists:
                     name = delegate_tool_name(specialist.name)
                     if narrow is None or name in narrow:

@@ -15,10 +15,10 @@ from sqlalchemy import and_, bindparam, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from app.db.models import Run, RunStatus, ThreadMessage
+from app.db.models import Run, RunStatus
 from app.lib.time import utcnow
 from app.threads import activity as cell
-from app.threads import changes
+from app.threads import changes, repository
 from app.threads.writer import update_message
 
 INTERRUPTED = cell.INTERRUPTED
@@ -109,10 +109,7 @@ async def close_open_activities(
 ) -> int:
     """End every in_progress / awaiting_approval tool activity of a run as failure."""
     messages = await session.scalars(
-        select(ThreadMessage)
-        .where(ThreadMessage.run_id == run_id, ThreadMessage.role == "tool")
-        .order_by(ThreadMessage.position)
-        .execution_options(populate_existing=True)
+        repository.run_tool_messages(run_id).execution_options(populate_existing=True)
     )
     closed = 0
     now = utcnow()

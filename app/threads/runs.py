@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Run, RunStatus, Thread
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
-from app.threads import changes
+from app.threads import changes, repository
 
 
 async def queue_run(
@@ -43,7 +43,7 @@ async def queue_run(
 
 
 async def get_thread_run(session: AsyncSession, thread: Thread, run_id: UUID) -> Run:
-    run = await session.scalar(select(Run).where(Run.id == run_id, Run.thread_id == thread.id))
+    run = await session.scalar(repository.thread_run(thread.id, run_id))
     if run is None:
         raise ProblemException(404, "Run not found.")
     return run
