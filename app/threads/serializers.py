@@ -37,16 +37,7 @@ def message_read(message: ThreadMessage) -> ThreadMessageRead:
 
 
 def run_read(run: Run) -> RunRead:
-    return RunRead(
-        id=run.id,
-        thread_id=run.thread_id,
-        status=run.status,  # type: ignore[arg-type]
-        error=run.error,
-        trigger_message_id=run.trigger_message_id,
-        created_at=run.created_at,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-    )
+    return msgspec.convert(run, RunRead, from_attributes=True)  # same names, same shapes
 
 
 def thread_read(thread: Thread, active_run_id: UUID | None) -> ThreadRead:
