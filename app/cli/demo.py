@@ -12,7 +12,9 @@ from app.accounts.services import create_user, get_user_by_email
 from app.db.models import Agent, ApiToken, Memory, Run, RunStatus, Task, Thread, User
 from app.lib.security import token_digest
 from app.lib.time import utcnow
+from app.threads import activity as cell
 from app.threads.writer import create_message
+from app.tools.base import ToolResult
 
 DEMO_EMAIL = "demo@example.com"
 DEMO_PASSWORD = "demo-password"
@@ -57,20 +59,10 @@ async def _agent(
 
 
 def _activity(call_id: str, name: str, input_: dict, data: dict, display: str) -> dict:
-    now = utcnow().isoformat()
-    return {
-        "id": call_id,
-        "name": name,
-        "status": "success",
-        "input": input_,
-        "data": data,
-        "display_message": display,
-        "error": None,
-        "error_type": None,
-        "started_at": now,
-        "finished_at": now,
-        "expires_at": None,
-    }
+    """A cell that ran and succeeded just now."""
+    now = utcnow()
+    outcome = ToolResult.success(data, display_message=display)
+    return cell.finished(cell.started(call_id, name, input_, now=now), outcome, now=now)
 
 
 async def _finished_turn(

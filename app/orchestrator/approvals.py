@@ -11,43 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from uuid import UUID
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Thread, ThreadMessage
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
 from app.orchestrator.notify import notify_after_commit
-from app.orchestrator.runs import failure_content
+from app.threads import activity as cell
+from app.threads import repository
 from app.threads.schemas import ApprovalDecision
 from app.threads.writer import lock_thread, update_message
 
 if TYPE_CHECKING:
     from app.orchestrator.context import RunnerDeps
-
-AWAITING = "awaiting_approval"
-EXPIRED = "The approval request expired before anyone decided."
-
-
-def _expires_at(activity: dict[str, Any]) -> datetime | None:
-    raw = activity.get("expires_at")
-    return datetime.fromisoformat(raw) if raw else None
-
-
-def _denied(activity: dict[str, Any], error: str) -> dict[str, Any]:
-    return {
-        **activity,
-        "status": "failure",
-        "error": error,
-        "error_type": "permission_error",
-        "display_message": None,
-        "finished_at": utcnow().isoformat(),
-        "expires_at": None,
-    }
 
 
 async def _locked_message(
@@ -55,9 +34,7 @@ async def _locked_message(
 ) -> ThreadMessage | None:
     await lock_thread(session, thread_id)  # serialises decisions, expiry and the runner
     return await session.scalar(
-        select(ThreadMessage)
-        .where(ThreadMessage.id == message_id, ThreadMessage.thread_id == thread_id)
-        .execution_options(populate_existing=True)
+        repository.thread_message(thread_id, message_id).execution_options(populate_existing=True)
     )
 
 
@@ -70,21 +47,15 @@ async def decide(
     activity = message.tool_activity or {}
     if message.role != "tool" or not activity:
         raise ProblemException(409, "This message is not a tool activity.")
-    if activity.get("status") != AWAITING:
+    if not cell.is_awaiting(activity):
         raise ProblemException(
             409, "This tool activity is not awaiting approval (it was already decided)."
         )
-    expires = _expires_at(activity)
+    expires = cell.expires_at(activity)
     if expires is not None and expires <= utcnow():
         raise ProblemException(409, "The approval request has expired.")
     if decision.approve:
-        activity = {
-            **activity,
-            "status": "in_progress",
-            "display_message": "Approved",
-            "expires_at": None,
-        }
-        await update_message(session, message, tool_activity=activity)
+        await update_message(session, message, tool_activity=cell.approved(activity))
     else:
         error = "The user denied this action." + (
             f" Reason: {decision.reason}" if decision.reason else ""
@@ -92,8 +63,8 @@ async def decide(
         await update_message(
             session,
             message,
-            tool_activity=_denied(activity, error),
-            content=failure_content(error, "permission_error"),
+            tool_activity=cell.denied(activity, error),
+            content=cell.failure_content(error, "permission_error"),
         )
     notify_after_commit(session, "approval", message.id)
     return message
@@ -109,13 +80,12 @@ async def _expire(deps: RunnerDeps, message: ThreadMessage) -> ThreadMessage:
     async def work(session: AsyncSession) -> ThreadMessage:
         fresh = await _locked_message(session, message.thread_id, message.id)
         assert fresh is not None
-        activity = fresh.tool_activity or {}
-        if activity.get("status") == AWAITING:
+        if cell.is_awaiting(fresh.tool_activity):
             await update_message(
                 session,
                 fresh,
-                tool_activity=_denied(activity, EXPIRED),
-                content=failure_content(EXPIRED, "permission_error"),
+                tool_activity=cell.expired(fresh.tool_activity or {}),
+                content=cell.failure_content(cell.EXPIRED, "permission_error"),
             )
         return fresh
 
@@ -125,13 +95,13 @@ async def _expire(deps: RunnerDeps, message: ThreadMessage) -> ThreadMessage:
 async def wait_for_decision(deps: RunnerDeps, message: ThreadMessage) -> ThreadMessage:
     """Block until the activity leaves awaiting_approval; returns the fresh row."""
     event = deps.approvals.register(message.id)
-    deadline = _expires_at(message.tool_activity or {})
+    deadline = cell.expires_at(message.tool_activity)
     poll = deps.settings.runner_poll_seconds
     try:
         while True:
             event.clear()  # before reading: a decision committed after the read still wakes us
             fresh = await _read(deps, message)
-            if (fresh.tool_activity or {}).get("status") != AWAITING:
+            if not cell.is_awaiting(fresh.tool_activity):
                 return fresh
             remaining = (deadline - utcnow()).total_seconds() if deadline else poll
             if remaining <= 0:

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import ThreadMessage
-from app.orchestrator.runs import failure_content
+from app.threads.activity import INTERRUPTED, failure_content
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the tools when they help."
 HISTORY_LIMIT = 400  # rows read; the context window trims further
@@ -47,7 +47,7 @@ def _tool_content(row: ThreadMessage) -> str:
         return row.content
     activity = row.tool_activity or {}
     return failure_content(
-        activity.get("error") or "interrupted", activity.get("error_type") or "system_error"
+        activity.get("error") or INTERRUPTED, activity.get("error_type") or "system_error"
     )
 
 
@@ -64,7 +64,7 @@ def to_model_messages(
                 or {
                     "role": "tool",
                     "tool_call_id": call_id,
-                    "content": failure_content("interrupted", "system_error"),
+                    "content": failure_content(INTERRUPTED, "system_error"),
                 }
             )
         pending.clear()

@@ -17,10 +17,9 @@ from functools import lru_cache
 from typing import Any
 
 import msgspec
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Agent, Run, RunStatus, Thread, ThreadMessage, User
+from app.db.models import Agent, Run, RunStatus, ThreadMessage
 from app.orchestrator import runs
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.delegation import (
@@ -32,8 +31,7 @@ from app.orchestrator.delegation import (
 from app.orchestrator.history import load_history
 from app.orchestrator.llm import LLMError, ModelTurn, context_window, fit_to_context, stream_turn
 from app.orchestrator.tool_calls import PlannedCall, ToolCallRunner, plan_call, tool_message_fields
-from app.realtime.events import DeltaFrame
-from app.realtime.publisher import publish_ephemeral
+from app.threads import changes, repository
 from app.threads.writer import create_message, create_messages, update_message
 from app.tools.base import ToolResult
 from app.tools.registry import get_registry
@@ -47,12 +45,52 @@ async def _ignore_text(_: str) -> None:
     return None
 
 
+class ReplyStream:
+    """The assistant message of the model turn streaming right now: the only holder of it.
+
+    `start` begins a turn; `append` takes each text delta (the message is created on the
+    first, later ones are announced as they come); `write` stores the message's final
+    state in a transaction. A turn that streamed nothing has no message.
+    """
+
+    def __init__(self, deps: RunnerDeps, run: Run) -> None:
+        self.deps, self.run = deps, run
+        self.message: ThreadMessage | None = None
+        self.text = ""
+
+    def start(self) -> None:
+        self.message, self.text = None, ""
+
+    async def append(self, delta: str) -> None:
+        self.text += delta
+        if self.message is None:
+            self.message = await self.deps.write(
+                lambda session: create_message(
+                    session, self.run.thread_id, role="assistant", content=delta, run_id=self.run.id
+                )
+            )
+            return
+        changes.text_delta(self.run.thread_id, self.message.id, delta)
+
+    async def write(self, session: AsyncSession, **fields: Any) -> bool:
+        """Update the streamed message in `session`; False when none was streamed."""
+        if self.message is None:
+            return False
+        session.add(self.message)  # re-attach the detached row: no SELECT needed
+        await update_message(session, self.message, **fields)
+        return True
+
+    async def keep_streamed_text(self, session: AsyncSession) -> None:
+        """A run ending early keeps what was streamed so far."""
+        if self.message is not None and self.message.content != self.text:
+            await self.write(session, content=self.text)
+
+
 class RunExecution:
     def __init__(self, deps: RunnerDeps, run: Run) -> None:
         self.deps, self.run = deps, run
         self.stop_reason: str | None = None  # "cancelled" | "shutdown"
-        self.assistant: ThreadMessage | None = None  # the message streaming right now
-        self.text = ""
+        self.reply = ReplyStream(deps, run)
         self.task: asyncio.Task[None] | None = None
 
     def stop(self, reason: str) -> None:
@@ -65,7 +103,6 @@ class RunExecution:
         timeout = None
         try:
             state, spec, messages = await self._prepare()
-            self._state = state
             timeout = spec.config.run_timeout_seconds
             async with asyncio.timeout(timeout) as deadline:
                 state.deadline = deadline
@@ -108,9 +145,7 @@ class RunExecution:
         """Keep the text streamed so far, close open activities, end the run: one commit."""
 
         async def work(session: AsyncSession) -> None:
-            if self.assistant is not None and self.assistant.content != self.text:
-                session.add(self.assistant)
-                await update_message(session, self.assistant, content=self.text)
+            await self.reply.keep_streamed_text(session)
             await runs.close_open_activities(
                 session, self.run.id, error_type=error_type, error=activity_error
             )
@@ -124,15 +159,8 @@ class RunExecution:
 
     async def _prepare(self) -> tuple[RunState, LoopSpec, list[dict[str, Any]]]:
         async with self.deps.session_factory() as session:
-            row = (
-                await session.execute(
-                    select(Thread, Agent, User)
-                    .select_from(Thread)
-                    .join(Agent, Agent.id == self.run.agent_id)
-                    .join(User, User.id == Thread.owner_id)
-                    .where(Thread.id == self.run.thread_id)
-                )
-            ).one_or_none()
+            context = repository.run_context(self.run.thread_id, self.run.agent_id)
+            row = (await session.execute(context)).one_or_none()
             if row is None:
                 raise LookupError("thread or agent is gone")
             thread, agent, user = row
@@ -144,15 +172,7 @@ class RunExecution:
                 allowed = [name for name in allowed if name in narrow]
             delegates: dict[str, Agent] = {}
             if config.delegation:
-                specialists = await session.scalars(
-                    select(Agent)
-                    .where(
-                        Agent.owner_id == user.id,
-                        Agent.agent_type == "specialist",
-                        Agent.id != agent.id,
-                    )
-                    .order_by(Agent.name)
-                )
+                specialists = await session.scalars(repository.specialists(user.id, agent.id))
                 for specialist in specialists:
                     name = delegate_tool_name(specialist.name)
                     if narrow is None or name in narrow:
@@ -171,10 +191,8 @@ class RunExecution:
         text, note = await self._loop(state, spec, messages)
 
         async def work(session: AsyncSession) -> None:
-            if self.assistant is not None:
-                session.add(self.assistant)
-                await update_message(session, self.assistant, content=text)
-            elif text or note:
+            streamed = await self.reply.write(session, content=text)
+            if not streamed and (text or note):
                 await create_message(
                     session,
                     self.run.thread_id,
@@ -185,7 +203,7 @@ class RunExecution:
             await runs.finish_run(session, self.run.id, self.deps.owner, RunStatus.COMPLETED)
 
         await self.deps.write(work)
-        self.assistant = None
+        self.reply.start()  # written: nothing left for an abrupt end to keep
 
     # -- the loop ------------------------------------------------------------------------
     def _tools_for(self, spec: LoopSpec) -> list[dict[str, Any]]:
@@ -211,9 +229,7 @@ class RunExecution:
             messages.append(
                 {"role": "assistant", "content": turn.text or None, "tool_calls": turn.tool_calls}
             )
-            messages.extend(
-                await ToolCallRunner(self.deps, state, self._delegate).run_all(spec, planned)
-            )
+            messages.extend(await self._run_calls(state, spec, planned))
             if any(p.immediate is not None for p in planned):
                 return (
                     None,
@@ -235,22 +251,8 @@ class RunExecution:
     ) -> ModelTurn:
         if not spec.writes_text:
             return await stream_turn(target, prompt, tools, _ignore_text)
-        self.assistant, self.text = None, ""
-        return await stream_turn(target, prompt, tools, self._on_text)
-
-    async def _on_text(self, delta: str) -> None:
-        self.text += delta
-        if self.assistant is None:
-            self.assistant = await self.deps.write(
-                lambda session: create_message(
-                    session, self.run.thread_id, role="assistant", content=delta, run_id=self.run.id
-                )
-            )
-            return
-        publish_ephemeral(
-            self.run.thread_id,
-            DeltaFrame(thread_id=self.run.thread_id, message_id=self.assistant.id, content=delta),
-        )
+        self.reply.start()
+        return await stream_turn(target, prompt, tools, self.reply.append)
 
     async def _record_turn(
         self, state: RunState, spec: LoopSpec, turn: ModelTurn
@@ -262,25 +264,22 @@ class RunExecution:
 
         ttl = self.deps.settings.approval_ttl_seconds
         rows = [tool_message_fields(call, state, ttl) for call in planned]
-        if spec.writes_text and self.assistant is None:
+        if spec.writes_text and self.reply.message is None:
             rows.insert(0, {
                 "role": "assistant", "content": None, "is_user_facing": False,
                 "tool_calls": turn.tool_calls, "run_id": self.run.id,
             })  # fmt: skip
 
         async def work(session: AsyncSession) -> None:
-            if spec.writes_text and self.assistant is not None:
-                session.add(self.assistant)
-                await update_message(
-                    session, self.assistant, content=turn.text, tool_calls=turn.tool_calls
-                )
+            if spec.writes_text:
+                await self.reply.write(session, content=turn.text, tool_calls=turn.tool_calls)
             created = await create_messages(session, self.run.thread_id, rows)
             for call, message in zip(planned, created[len(created) - len(planned) :], strict=True):
                 call.message = message
 
         await self.deps.write(work)
         if spec.writes_text:
-            self.assistant, self.text = None, ""
+            self.reply.start()
         return planned
 
     async def _pre_execute(
@@ -304,14 +303,17 @@ class RunExecution:
         turn = ModelTurn(tool_calls=calls)
         planned = await self._record_turn(state, spec, turn)
         messages.append({"role": "assistant", "content": None, "tool_calls": calls})
-        messages.extend(
-            await ToolCallRunner(self.deps, state, self._delegate).run_all(spec, planned)
-        )
+        messages.extend(await self._run_calls(state, spec, planned))
 
-    async def _delegate(self, planned: PlannedCall, specialist: Agent) -> ToolResult:
-        return await run_specialist(self._loop, self._state, self.deps, planned, specialist)
+    async def _run_calls(
+        self, state: RunState, spec: LoopSpec, planned: list[PlannedCall]
+    ) -> list[dict[str, Any]]:
+        """Run one turn's calls; a delegated call runs the specialist in this run's state."""
 
-    _state: RunState
+        async def delegate(call: PlannedCall, specialist: Agent) -> ToolResult:
+            return await run_specialist(self._loop, state, self.deps, call, specialist)
+
+        return await ToolCallRunner(self.deps, state, delegate).run_all(spec, planned)
 
 
 @lru_cache(maxsize=256)

@@ -1,102 +1,27 @@
-"""The run queue: create, read, cancel (the API) and claim, lease, finish, reap (the runner).
+"""The runner's side of the run queue: claim, lease, finish, reap.
 
 A run is the unit of work: queued -> running (under a lease the runner renews) ->
-completed | failed | cancelled. Every status change is published after commit.
+completed | failed | cancelled. Queueing, reading and cancelling a run is the threads
+domain's (app/threads/runs.py). Every status change is announced after commit.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from functools import lru_cache
-from typing import Any
 from uuid import UUID
 
 from sqlalchemy import and_, bindparam, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from app.db.models import Run, RunStatus, Thread, ThreadMessage
-from app.lib.problems import ProblemException
+from app.db.models import Run, RunStatus
 from app.lib.time import utcnow
-from app.orchestrator.notify import notify_after_commit
-from app.realtime.events import RunFrame
-from app.realtime.publisher import queue_frame
-from app.threads.serializers import run_read
+from app.threads import activity as cell
+from app.threads import changes, repository
 from app.threads.writer import update_message
 
-
-def publish_run(session: AsyncSession, run: Run) -> None:
-    """Queue a `run` frame; it goes out after commit."""
-    queue_frame(session, run.thread_id, RunFrame(thread_id=run.thread_id, run=run_read(run)))
-
-
-async def queue_run(
-    session: AsyncSession,
-    thread: Thread,
-    *,
-    run_id: UUID,
-    trigger_message_id: UUID,
-    options: dict[str, Any] | None,
-) -> Run:
-    run = Run(
-        id=run_id,
-        thread_id=thread.id,
-        agent_id=thread.agent_id,
-        trigger_message_id=trigger_message_id,
-        status=RunStatus.QUEUED.value,
-        options=options,
-    )
-    session.add(run)
-    await session.flush()
-    publish_run(session, run)
-    notify_after_commit(session, "queued", run.id)
-    return run
-
-
-async def get_thread_run(session: AsyncSession, thread: Thread, run_id: UUID) -> Run:
-    run = await session.scalar(select(Run).where(Run.id == run_id, Run.thread_id == thread.id))
-    if run is None:
-        raise ProblemException(404, "Run not found.")
-    return run
-
-
-async def request_cancel(session: AsyncSession, run: Run) -> Run:
-    """Cancel a queued run at once; ask the runner to stop a running one. Idempotent.
-
-    Both are conditional UPDATEs, so a runner claiming the run at the same moment either
-    sees it cancelled or is asked to stop it: never both missed.
-    """
-    if run.status == RunStatus.QUEUED.value:
-        cancelled = await session.scalar(
-            update(Run)
-            .where(Run.id == run.id, Run.status == RunStatus.QUEUED.value)
-            .values(status=RunStatus.CANCELLED.value, finished_at=utcnow())
-            .returning(Run)
-            .execution_options(synchronize_session=False, populate_existing=True)
-        )
-        if cancelled is not None:
-            publish_run(session, cancelled)
-            return cancelled
-        await session.refresh(run)  # claimed meanwhile: now running (or already ended)
-    if run.status == RunStatus.RUNNING.value:
-        running = await session.scalar(
-            update(Run)
-            .where(Run.id == run.id, Run.status == RunStatus.RUNNING.value)
-            .values(cancel_requested=True)
-            .returning(Run)
-            .execution_options(synchronize_session=False, populate_existing=True)
-        )
-        if running is not None:
-            notify_after_commit(session, "cancel", run.id)
-            return running
-        await session.refresh(run)
-    return run
-
-
-# -- the runner's side ------------------------------------------------------------------
-OPEN_TOOL_STATUSES = ("in_progress", "awaiting_approval")
-INTERRUPTED = "interrupted"
+INTERRUPTED = cell.INTERRUPTED
 
 
 def _claimable():
@@ -159,7 +84,7 @@ async def claim_next_run(
         {"owner": owner, "expires": now + timedelta(seconds=lease_seconds), "now": now},
     )
     if run is not None:
-        publish_run(session, run)
+        changes.run_changed(session, run)
     return run
 
 
@@ -179,37 +104,25 @@ async def renew_leases(
     return {row[0]: bool(row[1]) for row in rows}
 
 
-def failure_content(error: str, error_type: str) -> str:
-    """What the model reads for a call that ended without a tool result."""
-    return json.dumps({"ok": False, "error": error, "error_type": error_type})
-
-
 async def close_open_activities(
     session: AsyncSession, run_id: UUID, *, error_type: str, error: str
 ) -> int:
     """End every in_progress / awaiting_approval tool activity of a run as failure."""
     messages = await session.scalars(
-        select(ThreadMessage)
-        .where(ThreadMessage.run_id == run_id, ThreadMessage.role == "tool")
-        .order_by(ThreadMessage.position)
-        .execution_options(populate_existing=True)
+        repository.run_tool_messages(run_id).execution_options(populate_existing=True)
     )
     closed = 0
-    now = utcnow().isoformat()
+    now = utcnow()
     for message in messages:
-        activity = message.tool_activity or {}
-        if activity.get("status") not in OPEN_TOOL_STATUSES:
+        if not cell.is_open(message.tool_activity):
             continue
-        activity = {
-            **activity,
-            "status": "failure",
-            "error": error,
-            "error_type": error_type,
-            "finished_at": now,
-            "expires_at": None,
-        }
         await update_message(
-            session, message, tool_activity=activity, content=failure_content(error, error_type)
+            session,
+            message,
+            tool_activity=cell.closed(
+                message.tool_activity or {}, error_type=error_type, error=error, now=now
+            ),
+            content=cell.failure_content(error, error_type),
         )
         closed += 1
     return closed
@@ -227,7 +140,7 @@ async def finish_run(
         .execution_options(synchronize_session=False, populate_existing=True)
     )
     if run is not None:
-        publish_run(session, run)
+        changes.run_changed(session, run)
     return run
 
 
@@ -269,5 +182,5 @@ async def reap_expired_runs(session: AsyncSession) -> list[Run]:
     )
     for run in runs:
         await close_open_activities(session, run.id, error_type="system_error", error=INTERRUPTED)
-        publish_run(session, run)
+        changes.run_changed(session, run)
     return runs

@@ -11,15 +11,14 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 import msgspec
 
 from app.db.models import Agent, ThreadMessage
-from app.lib.time import utcnow
 from app.orchestrator.approvals import wait_for_decision
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
+from app.threads import activity as cell
 from app.threads.writer import update_message
 from app.tools.base import ToolContext, ToolResult
 from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, parse_call
@@ -35,7 +34,7 @@ class PlannedCall:
     name: str
     arguments: str | dict[str, Any]
     input: dict[str, Any] | None
-    status: str = "in_progress"
+    status: str = cell.IN_PROGRESS
     user_facing: bool = True
     delegate: Agent | None = None
     immediate: ToolResult | None = None  # decided without running (e.g. budget spent)
@@ -68,31 +67,11 @@ def plan_call(call: dict[str, Any], spec: LoopSpec, state: RunState, budget: int
             planned.input = {"action": action, **given}
             planned.user_facing = tool.is_user_facing_call(action)
             if tool.needs_confirmation(action):
-                planned.status = "awaiting_approval"
+                planned.status = cell.AWAITING_APPROVAL
     state.calls_made += planned.immediate is None
     if spec.delegated_by is not None:
         planned.input = {**(planned.input or {}), "delegated_by": spec.delegated_by}
     return planned
-
-
-def _activity(planned: PlannedCall, approval_ttl: float) -> dict[str, Any]:
-    now = utcnow()
-    expires = now + timedelta(seconds=approval_ttl)
-    return {
-        "id": planned.id,
-        "name": planned.name,
-        "status": planned.status,
-        "input": planned.input,
-        "data": None,
-        "display_message": "Waiting for your approval"
-        if planned.status == "awaiting_approval"
-        else None,
-        "error": None,
-        "error_type": None,
-        "started_at": now.isoformat(),
-        "finished_at": None,
-        "expires_at": expires.isoformat() if planned.status == "awaiting_approval" else None,
-    }
 
 
 def tool_message_fields(
@@ -104,7 +83,12 @@ def tool_message_fields(
         "run_id": state.run.id,
         "tool_call_id": planned.id,
         "is_user_facing": planned.user_facing,
-        "tool_activity": _activity(planned, approval_ttl),
+        "tool_activity": cell.started(
+            planned.id,
+            planned.name,
+            planned.input,
+            approval_ttl=approval_ttl if planned.status == cell.AWAITING_APPROVAL else None,
+        ),
     }
 
 
@@ -139,11 +123,11 @@ class ToolCallRunner:
             return planned.immediate
         if planned.delegate is not None:
             return await self.delegate(planned, planned.delegate)
-        if planned.status == "awaiting_approval":
+        if planned.status == cell.AWAITING_APPROVAL:
             assert planned.message is not None
             async with self.state.deadline_paused(self.deps.settings.approval_ttl_seconds):
                 planned.message = await wait_for_decision(self.deps, planned.message)
-            if (planned.message.tool_activity or {}).get("status") != "in_progress":
+            if cell.status_of(planned.message.tool_activity) != cell.IN_PROGRESS:
                 return None
         ctx = ToolContext(
             user=self.state.user,
@@ -166,28 +150,20 @@ class ToolCallRunner:
             display_message: str | None = None, data: dict[str, Any] | None = None
         ) -> None:
             assert planned.message is not None
-            activity = dict(planned.message.tool_activity or {})
-            if display_message is not None:
-                activity["display_message"] = display_message
-            if data is not None:
-                activity["data"] = {**(activity.get("data") or {}), **data}
-            await self._write(planned, tool_activity=activity)
+            changed = cell.progressed(
+                planned.message.tool_activity, display_message=display_message, data=data
+            )
+            await self._write(planned, tool_activity=changed)
 
         return progress
 
     async def _finish(self, planned: PlannedCall, result: ToolResult) -> None:
         assert planned.message is not None
-        activity = {
-            **(planned.message.tool_activity or {}),
-            "status": "success" if result.ok else "failure",
-            "data": result.data if result.ok else (planned.message.tool_activity or {}).get("data"),
-            "display_message": result.display_message,
-            "error": None if result.ok else result.error,
-            "error_type": None if result.ok else result.error_type,
-            "finished_at": utcnow().isoformat(),
-            "expires_at": None,
-        }
-        await self._write(planned, tool_activity=activity, content=result.to_model_content())
+        await self._write(
+            planned,
+            tool_activity=cell.finished(planned.message.tool_activity, result),
+            content=result.to_model_content(),
+        )
 
     async def _write(self, planned: PlannedCall, **changes: Any) -> None:
         message = planned.message

@@ -1,8 +1,9 @@
-"""Where committed message and run changes go after commit.
+"""Where committed message and run changes go: frames to the process's publisher.
 
-The message writer queues frames on the session (`queue_frame`); they are handed to the
-process's publisher only once the transaction commits, and dropped on rollback, so a
-subscriber never sees a change the database does not have.
+The threads domain announces changes through its port (app/threads/changes.py), after
+commit and never after a rollback, so a subscriber never sees a change the database
+does not have. This module registers the sink that turns them into frames; it is
+imported by the app (through app/realtime/channels.py) before anything is written.
 """
 
 from __future__ import annotations
@@ -12,14 +13,11 @@ from collections.abc import Callable
 from typing import Any, Protocol
 from uuid import UUID
 
-from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
-
-from app.realtime.events import DeltaFrame, Frame
+from app.realtime.events import DeltaFrame, Frame, MessageFrame, RunFrame
+from app.threads import changes
+from app.threads.schemas import RunRead, ThreadMessageRead
 
 logger = logging.getLogger(__name__)
-_OUTBOX_KEY = "realtime_outbox"
 
 
 class Publisher(Protocol):
@@ -59,22 +57,19 @@ def get_publisher() -> Publisher:
     return _current
 
 
-def queue_frame(session: AsyncSession | Session, thread_id: UUID, frame: Frame) -> None:
-    """Publish `frame` once the session's transaction commits."""
-    session.info.setdefault(_OUTBOX_KEY, []).append((thread_id, frame))
+class _FrameSink(changes.ChangeSink):
+    """Committed changes as frames, handed to the publisher in place at that moment."""
 
+    def message_changed(self, message: ThreadMessageRead) -> None:
+        frame = MessageFrame(thread_id=message.thread_id, seq=message.seq, message=message)
+        _current.publish(message.thread_id, frame)
 
-def publish_ephemeral(thread_id: UUID, frame: DeltaFrame) -> None:
-    """Deltas are not stored: they go out at once."""
-    _current.publish(thread_id, frame)
+    def run_changed(self, run: RunRead) -> None:
+        _current.publish(run.thread_id, RunFrame(thread_id=run.thread_id, run=run))
 
-
-@event.listens_for(Session, "after_commit")
-def _flush_outbox(session: Session) -> None:
-    for thread_id, frame in session.info.pop(_OUTBOX_KEY, ()):
+    def text_delta(self, thread_id: UUID, message_id: UUID, content: str) -> None:
+        frame = DeltaFrame(thread_id=thread_id, message_id=message_id, content=content)
         _current.publish(thread_id, frame)
 
 
-@event.listens_for(Session, "after_rollback")
-def _drop_outbox(session: Session) -> None:
-    session.info.pop(_OUTBOX_KEY, None)
+changes.register(_FrameSink())

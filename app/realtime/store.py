@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.accounts.services import user_for_token
 from app.db.models import Run, Thread, ThreadMessage
+from app.threads import repository
 
 
 class RealtimeStore:
@@ -27,33 +27,19 @@ class RealtimeStore:
     async def thread_last_seq(self, thread_id: UUID, user_id: UUID) -> int | None:
         """The thread's last_seq, or None for an unknown thread or another user's."""
         async with self._session_maker.begin() as session:
-            row = (
-                await session.execute(
-                    select(Thread.last_seq).where(
-                        Thread.id == thread_id, Thread.owner_id == user_id
-                    )
-                )
-            ).first()
-            return int(row[0]) if row is not None else None
+            statement = repository.owned_thread(thread_id, user_id, Thread.last_seq)
+            last_seq = await session.scalar(statement)
+            return int(last_seq) if last_seq is not None else None
 
     async def changes_after(
         self, thread_id: UUID, after_seq: int, limit: int
     ) -> list[ThreadMessage]:
         """Messages changed after `after_seq`, ascending seq (each at its latest version)."""
         async with self._session_maker.begin() as session:
-            rows = await session.scalars(
-                select(ThreadMessage)
-                .where(ThreadMessage.thread_id == thread_id, ThreadMessage.seq > after_seq)
-                .order_by(ThreadMessage.seq)
-                .limit(limit)
-            )
+            statement = repository.thread_messages_changed_after(thread_id, after_seq)
+            rows = await session.scalars(statement.limit(limit))
             return list(rows)
 
     async def latest_run(self, thread_id: UUID) -> Run | None:
         async with self._session_maker.begin() as session:
-            return await session.scalar(
-                select(Run)
-                .where(Run.thread_id == thread_id)
-                .order_by(Run.created_at.desc(), Run.id.desc())
-                .limit(1)
-            )
+            return await session.scalar(repository.latest_run(thread_id))

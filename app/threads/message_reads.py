@@ -4,7 +4,7 @@ One statement reads the page and checks ownership (joined with the thread, which
 gives `last_seq` from the same snapshot); only an empty result needs a second query to
 tell "not yours / no such thread" (404) from "no messages". Rows are plain columns (no
 ORM identity map), and a tool activity goes from the database's JSON text to its Struct
-in one msgspec decode. Items equal `serializers.message_read` of the same rows.
+in one msgspec decode; the rest is `serializers.message_read_of`, as for ORM rows.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Thread, ThreadMessage, User
 from app.lib.problems import ProblemException
+from app.threads import repository
 from app.threads.schemas import MessagePage, ThreadMessageRead, ToolActivity
+from app.threads.serializers import message_read_of
 from app.threads.services import get_owned_thread
 
 _activity = msgspec.json.Decoder(ToolActivity)
@@ -49,46 +51,26 @@ def select_message_rows() -> Select[Any]:
 
 def row_to_read(row: Any) -> ThreadMessageRead:
     activity = row.tool_activity
-    return ThreadMessageRead(
-        id=row.id,
-        thread_id=row.thread_id,
-        run_id=row.run_id,
-        position=row.position,
-        seq=row.seq,
-        role=row.role,
-        content=row.content,
-        is_user_facing=row.is_user_facing,
-        client_message_id=row.client_message_id,
-        tool_activity=None if activity in _NO_ACTIVITY else _activity.decode(activity),
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-    )
+    return message_read_of(row, None if activity in _NO_ACTIVITY else _activity.decode(activity))
 
 
-def _page_statement(order: str, *, before: bool = False, after: bool = False) -> Select[Any]:
-    query = (
-        select_message_rows()
-        .add_columns(Thread.last_seq.label("thread_last_seq"))
-        .join(Thread, Thread.id == ThreadMessage.thread_id)
-        .where(
-            ThreadMessage.thread_id == bindparam("thread_id"),
-            Thread.owner_id == bindparam("owner_id"),
-        )
-        .limit(bindparam("limit"))
-    )
+def _page_statement(*, before: bool = False, after: bool = False) -> Select[Any]:
+    query = repository.in_owned_thread(
+        select_message_rows().add_columns(Thread.last_seq.label("thread_last_seq")),
+        bindparam("thread_id"),
+        bindparam("owner_id"),
+    ).limit(bindparam("limit"))
+    if after:
+        return repository.changed_after(query, bindparam("bound"))
     if before:
         query = query.where(ThreadMessage.position < bindparam("bound"))
-    if after:
-        query = query.where(ThreadMessage.seq > bindparam("bound"))
-    if order == "seq":
-        return query.order_by(ThreadMessage.seq)
     return query.order_by(ThreadMessage.position.desc())
 
 
 # Built once: constructing a statement and its cache key costs more than running it.
-_LATEST = _page_statement("position")
-_BEFORE = _page_statement("position", before=True)
-_AFTER = _page_statement("seq", after=True)
+_LATEST = _page_statement()
+_BEFORE = _page_statement(before=True)
+_AFTER = _page_statement(after=True)
 
 
 async def list_owned_messages(
@@ -168,8 +150,8 @@ class LatestPageCache:
 
 latest_pages = LatestPageCache()
 
-_OWNED_LAST_SEQ = select(Thread.last_seq).where(
-    Thread.id == bindparam("thread_id"), Thread.owner_id == bindparam("owner_id")
+_OWNED_LAST_SEQ = repository.owned_thread(
+    bindparam("thread_id"), bindparam("owner_id"), Thread.last_seq
 )
 
 

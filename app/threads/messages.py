@@ -11,20 +11,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uuid_utils.compat import uuid7
 
 from app.db.models import Agent, Run, Thread, ThreadMessage
-from app.db.models.run import ACTIVE_RUN_STATUSES
 from app.lib.problems import ProblemException
-from app.orchestrator.runs import queue_run
+from app.threads import repository
+from app.threads.runs import queue_run
 from app.threads.schemas import MessageCreate
 from app.threads.writer import create_message, lock_thread
 from app.tools.toolsets import get_agent_type
 
 
 async def get_message(session: AsyncSession, thread: Thread, message_id: UUID) -> ThreadMessage:
-    message = await session.scalar(
-        select(ThreadMessage).where(
-            ThreadMessage.id == message_id, ThreadMessage.thread_id == thread.id
-        )
-    )
+    message = await session.scalar(repository.thread_message(thread.id, message_id))
     if message is None:
         raise ProblemException(404, "Message not found.")
     return message
@@ -33,15 +29,10 @@ async def get_message(session: AsyncSession, thread: Thread, message_id: UUID) -
 async def _find_duplicate(
     session: AsyncSession, thread: Thread, client_message_id: str
 ) -> tuple[ThreadMessage, Run] | None:
-    message = await session.scalar(
-        select(ThreadMessage).where(
-            ThreadMessage.thread_id == thread.id,
-            ThreadMessage.client_message_id == client_message_id,
-        )
-    )
+    message = await session.scalar(repository.message_by_client_id(thread.id, client_message_id))
     if message is None:
         return None
-    run = await session.scalar(select(Run).where(Run.trigger_message_id == message.id))
+    run = await session.scalar(repository.run_triggered_by(message.id))
     if run is None:  # a client id can only come from a posted message, which has a run
         raise ProblemException(409, "client_message_id is already used in this thread.")
     return message, run
@@ -62,12 +53,7 @@ async def _refuse_if_busy(session: AsyncSession, thread: Thread) -> None:
     config = get_agent_type(agent_type) if agent_type else None
     if config is None or config.double_texting != "reject":
         return
-    active = await session.scalar(
-        select(Run.id)
-        .where(Run.thread_id == thread.id, Run.status.in_(ACTIVE_RUN_STATUSES))
-        .order_by(Run.created_at, Run.id)
-        .limit(1)
-    )
+    active = await session.scalar(repository.active_run_id(thread.id))
     if active is not None:
         raise ProblemException(
             409, "The agent is still working on the previous message.", active_run_id=str(active)

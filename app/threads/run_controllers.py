@@ -8,7 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.accounts.deps import SECURITY
 from app.db.models import User
 from app.lib.problems import problems
-from app.orchestrator import runs
+from app.threads import runs
 from app.threads.schemas import RunRead
 from app.threads.serializers import run_read
 from app.threads.services import get_owned_thread

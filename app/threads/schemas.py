@@ -7,8 +7,8 @@ from uuid import UUID
 import msgspec
 
 from app.lib.schema import Input, NonNegativeInt, Schema
+from app.threads.activity import ToolStatus
 
-ToolStatus = Literal["in_progress", "awaiting_approval", "success", "failure"]
 ErrorType = Literal[
     "validation_error",
     "user_error",
@@ -29,6 +29,8 @@ Title = Annotated[str, msgspec.Meta(max_length=200)]
 
 class ToolActivity(Schema):
     """A tool call as the app renders it: one cell."""
+
+    # Written only through app/threads/activity.py (its statuses and transitions).
 
     id: str
     name: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 import msgspec
@@ -10,35 +11,33 @@ from app.db.models import Run, Thread, ThreadMessage
 from app.threads.schemas import RunRead, ThreadMessageRead, ThreadRead, ToolActivity
 
 
+def message_read_of(row: Any, tool_activity: ToolActivity | None) -> ThreadMessageRead:
+    """The one message -> ThreadMessageRead conversion, for an ORM ThreadMessage or a plain
+    row of the same columns; its cell comes already decoded (from the ORM's dict, or
+    straight from the JSON text on the page path: app/threads/message_reads.py)."""
+    return ThreadMessageRead(
+        id=row.id,
+        thread_id=row.thread_id,
+        run_id=row.run_id,
+        position=row.position,
+        seq=row.seq,
+        role=row.role,
+        content=row.content,
+        is_user_facing=row.is_user_facing,
+        client_message_id=row.client_message_id,
+        tool_activity=tool_activity,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
 def message_read(message: ThreadMessage) -> ThreadMessageRead:
     activity = message.tool_activity
-    return ThreadMessageRead(
-        id=message.id,
-        thread_id=message.thread_id,
-        run_id=message.run_id,
-        position=message.position,
-        seq=message.seq,
-        role=message.role,  # type: ignore[arg-type]
-        content=message.content,
-        is_user_facing=message.is_user_facing,
-        client_message_id=message.client_message_id,
-        tool_activity=msgspec.convert(activity, ToolActivity) if activity else None,
-        created_at=message.created_at,
-        updated_at=message.updated_at,
-    )
+    return message_read_of(message, msgspec.convert(activity, ToolActivity) if activity else None)
 
 
 def run_read(run: Run) -> RunRead:
-    return RunRead(
-        id=run.id,
-        thread_id=run.thread_id,
-        status=run.status,  # type: ignore[arg-type]
-        error=run.error,
-        trigger_message_id=run.trigger_message_id,
-        created_at=run.created_at,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-    )
+    return msgspec.convert(run, RunRead, from_attributes=True)  # same names, same shapes
 
 
 def thread_read(thread: Thread, active_run_id: UUID | None) -> ThreadRead:

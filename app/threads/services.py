@@ -8,43 +8,29 @@ from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agents.services import get_visible_agent
-from app.db.models import Run, Thread, User
-from app.db.models.run import ACTIVE_RUN_STATUSES
+from app.db.models import Thread, User
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
+from app.threads import repository
 from app.threads.schemas import ThreadPage
 from app.threads.serializers import thread_read
 
 
 def active_run_id_column():
-    return (
-        select(Run.id)
-        .where(Run.thread_id == Thread.id, Run.status.in_(ACTIVE_RUN_STATUSES))
-        .order_by(Run.created_at, Run.id)
-        .limit(1)
-        .correlate(Thread)
-        .scalar_subquery()
-    )
+    return repository.active_run_id(Thread.id).correlate(Thread).scalar_subquery()
 
 
 async def get_owned_thread(session: AsyncSession, user: User, thread_id: UUID) -> Thread:
     """The caller's thread; any other id answers 404 (never 403)."""
-    thread = await session.scalar(
-        select(Thread).where(Thread.id == thread_id, Thread.owner_id == user.id)
-    )
+    thread = await session.scalar(repository.owned_thread(thread_id, user.id))
     if thread is None:
         raise ProblemException(404, "Thread not found.")
     return thread
 
 
 async def active_run_id(session: AsyncSession, thread_id: UUID) -> UUID | None:
-    return await session.scalar(
-        select(Run.id)
-        .where(Run.thread_id == thread_id, Run.status.in_(ACTIVE_RUN_STATUSES))
-        .order_by(Run.created_at, Run.id)
-        .limit(1)
-    )
+    return await session.scalar(repository.active_run_id(thread_id))
 
 
 async def create_thread(

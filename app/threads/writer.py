@@ -2,8 +2,8 @@
 
 Every create or update of a ThreadMessage goes through here. In the same transaction it
 bumps `threads.last_seq` (an UPDATE … RETURNING that row-locks the thread on PostgreSQL and
-takes SQLite's write lock), stamps the row's `seq`, and queues a `message` frame that is
-published after commit. Per thread, `seq` is therefore gap-free and in commit order.
+takes SQLite's write lock), stamps the row's `seq`, and announces the change, delivered
+after commit (app/threads/changes.py). Per thread, `seq` is therefore gap-free and in commit order.
 
 Updates are the hot path (a tool's progress, streamed text), so they skip the unit of
 work: prebuilt Core statements, the ORM instance brought up to date with
@@ -25,9 +25,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db.models import Thread, ThreadMessage
 from app.lib.time import utcnow
-from app.realtime.events import MessageFrame
-from app.realtime.publisher import queue_frame
-from app.threads.serializers import message_read
+from app.threads.changes import message_changed
 
 _threads = Thread.__table__
 _messages = ThreadMessage.__table__
@@ -83,13 +81,6 @@ async def _bump(
     return int(last_seq), int(message_count)
 
 
-def _queue(session: AsyncSession, message: ThreadMessage) -> None:
-    frame = MessageFrame(
-        thread_id=message.thread_id, seq=message.seq, message=message_read(message)
-    )
-    queue_frame(session, message.thread_id, frame)
-
-
 async def create_message(
     session: AsyncSession, thread_id: UUID, *, role: str, **fields: Any
 ) -> ThreadMessage:
@@ -98,7 +89,7 @@ async def create_message(
     message = ThreadMessage(thread_id=thread_id, role=role, seq=seq, position=position, **fields)
     session.add(message)
     await session.flush()
-    _queue(session, message)
+    message_changed(session, message)
     return message
 
 
@@ -120,7 +111,7 @@ async def create_messages(
     session.add_all(messages)
     await session.flush()
     for message in messages:
-        _queue(session, message)
+        message_changed(session, message)
     return messages
 
 
@@ -153,7 +144,7 @@ async def update_message(
         set_committed_value(message, name, value)
     set_committed_value(message, "seq", seq)
     set_committed_value(message, "updated_at", now)
-    _queue(session, message)
+    message_changed(session, message)
     return message
 
 
@@ -166,7 +157,7 @@ async def _update_with_orm(
     message.seq = seq
     message.updated_at = utcnow()
     await session.flush()
-    _queue(session, message)
+    message_changed(session, message)
     return message
 
 

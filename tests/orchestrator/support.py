@@ -16,9 +16,9 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent, Run, ThreadMessage
-from app.orchestrator.runs import OPEN_TOOL_STATUSES as OPEN
 from app.realtime.events import Frame, MessageFrame, RunFrame
 from app.realtime.publisher import InProcessPublisher, get_publisher
+from app.threads.activity import OPEN_STATUSES as OPEN
 from tests.conftest import ApiUser, make_api_user
 from tests.support.fake_llm import FakeLLM
 

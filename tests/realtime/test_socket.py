@@ -177,7 +177,7 @@ async def test_gap_is_backfilled_and_big_messages_arrive(
             from app.threads import writer
 
             await writer.create_message(session, thread_id, role="user", content="lost")
-            session.info.pop("realtime_outbox")
+            session.info.pop("on_commit")  # the outbox (app/db/outbox.py)
             await session.commit()
         # ... is back-filled when the next one shows the gap; a big one goes by reference.
         big = "b" * 20_000

@@ -1,0 +1,117 @@
+"""The threads domain's queries: statement builders for threads, runs and messages.
+
+Each function returns a statement (never runs it), so callers compose them (add
+columns, a limit, `.scalar_subquery()`) and hot paths can build theirs once with
+`bindparam`s. Arguments are values, bind parameters or columns alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Select, select
+
+from app.db.models import Agent, Run, Thread, ThreadMessage, User
+from app.db.models.run import ACTIVE_RUN_STATUSES
+
+
+# -- threads ------------------------------------------------------------------------------
+def owned_thread(thread_id: Any, owner_id: Any, *columns: Any) -> Select[Any]:
+    """The thread if `owner_id` owns it (the Thread, or just `columns` of it)."""
+    return select(*(columns or (Thread,))).where(
+        Thread.id == thread_id, Thread.owner_id == owner_id
+    )
+
+
+def in_owned_thread(query: Select[Any], thread_id: Any, owner_id: Any) -> Select[Any]:
+    """`query` of messages narrowed to one thread that `owner_id` owns (joins the thread,
+    so its columns, e.g. `last_seq`, can be read in the same snapshot)."""
+    return query.join(Thread, Thread.id == ThreadMessage.thread_id).where(
+        ThreadMessage.thread_id == thread_id, Thread.owner_id == owner_id
+    )
+
+
+# -- runs ---------------------------------------------------------------------------------
+def active_run_id(thread_id: Any) -> Select[Any]:
+    """The thread's earliest queued or running run (`Thread.id` gives a correlated one)."""
+    return (
+        select(Run.id)
+        .where(Run.thread_id == thread_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+        .order_by(Run.created_at, Run.id)
+        .limit(1)
+    )
+
+
+def thread_run(thread_id: Any, run_id: Any) -> Select[Any]:
+    return select(Run).where(Run.id == run_id, Run.thread_id == thread_id)
+
+
+def latest_run(thread_id: Any) -> Select[Any]:
+    return (
+        select(Run)
+        .where(Run.thread_id == thread_id)
+        .order_by(Run.created_at.desc(), Run.id.desc())
+        .limit(1)
+    )
+
+
+def run_triggered_by(message_id: Any) -> Select[Any]:
+    return select(Run).where(Run.trigger_message_id == message_id)
+
+
+def run_context(thread_id: Any, agent_id: Any) -> Select[Any]:
+    """(Thread, Agent, owner User) a run works with."""
+    return (
+        select(Thread, Agent, User)
+        .select_from(Thread)
+        .join(Agent, Agent.id == agent_id)
+        .join(User, User.id == Thread.owner_id)
+        .where(Thread.id == thread_id)
+    )
+
+
+def specialists(owner_id: Any, except_agent_id: Any) -> Select[Any]:
+    """The owner's specialist agents (delegation targets) other than the run's, by name."""
+    return (
+        select(Agent)
+        .where(
+            Agent.owner_id == owner_id,
+            Agent.agent_type == "specialist",
+            Agent.id != except_agent_id,
+        )
+        .order_by(Agent.name)
+    )
+
+
+# -- messages -----------------------------------------------------------------------------
+def thread_message(thread_id: Any, message_id: Any) -> Select[Any]:
+    return select(ThreadMessage).where(
+        ThreadMessage.id == message_id, ThreadMessage.thread_id == thread_id
+    )
+
+
+def message_by_client_id(thread_id: Any, client_message_id: Any) -> Select[Any]:
+    return select(ThreadMessage).where(
+        ThreadMessage.thread_id == thread_id,
+        ThreadMessage.client_message_id == client_message_id,
+    )
+
+
+def changed_after(query: Select[Any], after_seq: Any) -> Select[Any]:
+    """`query` of messages narrowed to those changed after `after_seq`, ascending seq."""
+    return query.where(ThreadMessage.seq > after_seq).order_by(ThreadMessage.seq)
+
+
+def thread_messages_changed_after(thread_id: Any, after_seq: Any) -> Select[Any]:
+    return changed_after(
+        select(ThreadMessage).where(ThreadMessage.thread_id == thread_id), after_seq
+    )
+
+
+def run_tool_messages(run_id: Any) -> Select[Any]:
+    """A run's tool messages in thread order."""
+    return (
+        select(ThreadMessage)
+        .where(ThreadMessage.run_id == run_id, ThreadMessage.role == "tool")
+        .order_by(ThreadMessage.position)
+    )

@@ -1,0 +1,82 @@
+"""The run queue's storage: queue a run, read one, ask it to stop.
+
+A run is the unit of work: queued -> running (under a lease the runner renews) ->
+completed | failed | cancelled. The runner's side (claim, lease, finish, reap) is
+app/orchestrator/runs.py. Every change is announced after commit (app/threads/changes.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Run, RunStatus, Thread
+from app.lib.problems import ProblemException
+from app.lib.time import utcnow
+from app.threads import changes, repository
+
+
+async def queue_run(
+    session: AsyncSession,
+    thread: Thread,
+    *,
+    run_id: UUID,
+    trigger_message_id: UUID,
+    options: dict[str, Any] | None,
+) -> Run:
+    run = Run(
+        id=run_id,
+        thread_id=thread.id,
+        agent_id=thread.agent_id,
+        trigger_message_id=trigger_message_id,
+        status=RunStatus.QUEUED.value,
+        options=options,
+    )
+    session.add(run)
+    await session.flush()
+    changes.run_changed(session, run)
+    changes.run_queued(session, run.id)
+    return run
+
+
+async def get_thread_run(session: AsyncSession, thread: Thread, run_id: UUID) -> Run:
+    run = await session.scalar(repository.thread_run(thread.id, run_id))
+    if run is None:
+        raise ProblemException(404, "Run not found.")
+    return run
+
+
+async def request_cancel(session: AsyncSession, run: Run) -> Run:
+    """Cancel a queued run at once; ask the runner to stop a running one. Idempotent.
+
+    Both are conditional UPDATEs, so a runner claiming the run at the same moment either
+    sees it cancelled or is asked to stop it: never both missed.
+    """
+    if run.status == RunStatus.QUEUED.value:
+        cancelled = await session.scalar(
+            update(Run)
+            .where(Run.id == run.id, Run.status == RunStatus.QUEUED.value)
+            .values(status=RunStatus.CANCELLED.value, finished_at=utcnow())
+            .returning(Run)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+        if cancelled is not None:
+            changes.run_changed(session, cancelled)
+            return cancelled
+        await session.refresh(run)  # claimed meanwhile: now running (or already ended)
+    if run.status == RunStatus.RUNNING.value:
+        running = await session.scalar(
+            update(Run)
+            .where(Run.id == run.id, Run.status == RunStatus.RUNNING.value)
+            .values(cancel_requested=True)
+            .returning(Run)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+        if running is not None:
+            changes.cancel_requested(session, run.id)
+            return running
+        await session.refresh(run)
+    return run
