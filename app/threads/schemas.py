@@ -7,17 +7,9 @@ from uuid import UUID
 import msgspec
 
 from app.lib.schema import Input, NonNegativeInt, Schema
+from app.tools.errors import ErrorType
 
 ToolStatus = Literal["in_progress", "awaiting_approval", "success", "failure"]
-ErrorType = Literal[
-    "validation_error",
-    "user_error",
-    "system_error",
-    "permission_error",
-    "security_error",
-    "timeout",
-    "cancelled",
-]
 Role = Literal["user", "assistant", "tool"]
 RunStatusName = Literal["queued", "running", "completed", "failed", "cancelled"]
 # Matches Settings.max_message_chars; a longer message is a 400 with a field error.

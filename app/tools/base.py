@@ -13,7 +13,7 @@ from uuid import UUID
 
 import msgspec
 
-from app.threads.schemas import ErrorType
+from app.tools.errors import ErrorType
 from app.tools.schema import merged_parameters_schema
 
 if TYPE_CHECKING:
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
     from app.db.models import Agent, User
     from app.settings import Settings
-
-ERROR_TYPES: tuple[str, ...] = ErrorType.__args__  # type: ignore[attr-defined]
 
 
 class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):

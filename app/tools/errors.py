@@ -1,0 +1,20 @@
+"""The error vocabulary of the tools contract: every failed call names one of these.
+
+It is part of the bottom layer (tools) so the threads schemas (tool_activity.error_type)
+import it from here, not the other way round.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ErrorType = Literal[
+    "validation_error",
+    "user_error",
+    "system_error",
+    "permission_error",
+    "security_error",
+    "timeout",
+    "cancelled",
+]
+ERROR_TYPES: tuple[str, ...] = ErrorType.__args__  # type: ignore[attr-defined]
