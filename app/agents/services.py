@@ -11,8 +11,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.agents.schemas import AgentRead
 from app.db.models import Agent, User
 from app.lib.problems import ProblemException
-from app.tools.registry import get_registry
-from app.tools.toolsets import agent_type_names, effective_tools, is_known_agent_type
+from app.tools.toolsets import (
+    agent_type_names,
+    effective_tools,
+    is_known_agent_type,
+    known_tool_names,
+)
 
 MAX_AGENTS_LISTED = 200
 
@@ -79,7 +83,7 @@ def check_agent_type(agent_type: str) -> None:
 
 def check_enabled_tools(enabled_tools: list[str] | None) -> None:
     """Every name must be a registered tool (a typo would silently disable a tool)."""
-    known = get_registry().names()
+    known = known_tool_names()
     unknown = [name for name in enabled_tools or [] if name not in known]
     if unknown:
         raise ProblemException(

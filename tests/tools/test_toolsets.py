@@ -13,6 +13,7 @@ from app.agents.services import agent_read
 from app.db.models import Agent
 from app.settings import Settings
 from app.tools import toolsets
+from app.tools.registry import get_registry
 from app.tools.toolsets import (
     AgentTypesError,
     effective_tools,
@@ -25,8 +26,10 @@ from tests.conftest import ApiUser
 KNOWN = ["tasks", "web", "memory", "self_authoring"]
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def restore_agent_types() -> Iterator[None]:
+    """The shipped agent types checked against the registered tools, as create_app does."""
+    load_agent_types(tool_names=get_registry().names)
     yield
     load_agent_types()
 
