@@ -91,3 +91,14 @@ def test_tools_never_import_the_layers_above_them() -> None:
 def test_the_tools_contract_never_imports_the_builtins() -> None:
     contract = [APP / "tools" / f"{name}.py" for name in CONTRACT_MODULES]
     assert violations(contract, TOOLS_ABOVE_CONTRACT) == []
+
+
+def test_builtin_tools_never_commit() -> None:
+    """They work inside ctx.transaction(), the unit of work their caller owns."""
+    commits = [
+        f"{module_name(path)}:{node.lineno}"
+        for path in python_files(APP / "tools" / "builtin")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr in ("commit", "session_factory")
+    ]
+    assert commits == []

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+import msgspec
 from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.agents.schemas import AgentRead
+from app.agents.schemas import AgentRead, AgentUpdate
 from app.db.models import Agent, User
 from app.lib.problems import ProblemException
 from app.tools.toolsets import (
@@ -55,6 +56,11 @@ async def get_visible_agent(session: AsyncSession, user: User, agent_id: UUID) -
     if agent is None:
         raise ProblemException(404, "Agent not found.")
     return agent
+
+
+async def find_agent(session: AsyncSession, agent_id: UUID) -> Agent | None:
+    """The agent by id whoever owns it (a tool acting as the agent checks ownership itself)."""
+    return await session.get(Agent, agent_id)
 
 
 async def get_owned_agent(session: AsyncSession, user: User, agent_id: UUID) -> Agent:
@@ -110,7 +116,26 @@ async def name_taken(
 
 
 def _name_conflict(name: str) -> ProblemException:
-    return ProblemException(409, f"You already have an agent named {name!r}.")
+    return ProblemException(
+        409,
+        f"You already have an agent named {name!r}: the name has already been taken.",
+        errors=[{"field": "name", "message": "has already been taken", "source": "body"}],
+    )
+
+
+def check_changes(changes: dict[str, Any]) -> None:
+    """The rules of PATCH /api/agents/{id} (AgentUpdate), for every caller: the API has
+    checked them while decoding, a tool or the CLI has not."""
+    try:
+        msgspec.convert(changes, AgentUpdate)
+    except msgspec.ValidationError as exc:
+        message, _, at = str(exc).partition(" - at `$.")
+        field = at.rstrip("`").split(".")[0] or None
+        raise ProblemException(
+            400,
+            f"Invalid {field or 'change'}: {message}.",
+            errors=[{"field": field, "message": message, "source": "body"}],
+        ) from None
 
 
 async def create_agent(session: AsyncSession, owner: User, **fields: Any) -> Agent:
@@ -125,6 +150,8 @@ async def create_agent(session: AsyncSession, owner: User, **fields: Any) -> Age
 
 
 async def update_agent(session: AsyncSession, agent: Agent, changes: dict[str, Any]) -> Agent:
+    """Change only the given fields; refuses (ProblemException) before changing anything."""
+    check_changes(changes)
     if "enabled_tools" in changes:
         check_enabled_tools(changes["enabled_tools"])
     name = changes.get("name")

@@ -40,6 +40,5 @@ class TaskController(Controller):
         """Rename, annotate, complete or reopen a task."""
         task = await services.get_owned_task(db_session, current_user, task_id)
         changes = {k: v for k, v in msgspec.structs.asdict(data).items() if v is not msgspec.UNSET}
-        services.apply_task_changes(task, changes)
-        await db_session.flush()
+        task = await services.update_task(db_session, task, changes)
         return services.task_read(task)

@@ -57,6 +57,13 @@ async def get_owned_task(session: AsyncSession, user: User, task_id: UUID) -> Ta
     return task
 
 
+async def update_task(session: AsyncSession, task: Task, changes: dict[str, Any]) -> Task:
+    """Change the given fields (completing stamps completed_at, reopening clears it)."""
+    apply_task_changes(task, changes)
+    await session.flush()
+    return task
+
+
 def apply_task_changes(task: Task, changes: dict[str, Any]) -> Task:
     status = changes.get("status")
     if status == "completed" and task.status != "completed":

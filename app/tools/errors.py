@@ -18,3 +18,14 @@ ErrorType = Literal[
     "cancelled",
 ]
 ERROR_TYPES: tuple[str, ...] = ErrorType.__args__  # type: ignore[attr-defined]
+
+
+def error_type_for_status(status: int) -> ErrorType:
+    """The error type of a domain service's refusal, from the HTTP status the API gives it."""
+    if status in (401, 403):
+        return "permission_error"
+    if status in (404, 410):
+        return "user_error"
+    if status >= 500:
+        return "system_error"
+    return "validation_error"  # 400, 409 (a name already taken), 422

@@ -78,12 +78,11 @@ class MemoryTool(Tool):
     }
 
     async def save_action(self, ctx: ToolContext, params: SaveParams) -> ToolResult:
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             memory, created = await services.save_memory(
                 session, ctx.user.id, content=params.content.strip(), key=params.key,
                 tags=params.tags, agent_id=ctx.agent.id,
             )  # fmt: skip
-            await session.commit()
         data = {
             "type": "memory",
             "action": "save",
@@ -95,7 +94,7 @@ class MemoryTool(Tool):
         )
 
     async def recall_action(self, ctx: ToolContext, params: RecallParams) -> ToolResult:
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             if params.key is not None:
                 memory = await services.find_by_key(session, ctx.user.id, params.key)
                 rows = [memory] if memory else []
@@ -115,7 +114,7 @@ class MemoryTool(Tool):
                                    "count": len(memories)})  # fmt: skip
 
     async def search_action(self, ctx: ToolContext, params: SearchParams) -> ToolResult:
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             rows = await services.search_memories(
                 session, ctx.user.id, params.query, params.limit or 10
             )
@@ -125,7 +124,7 @@ class MemoryTool(Tool):
         return ToolResult.success(data, display_message=f"{len(memories)} memory match(es)")
 
     async def forget_action(self, ctx: ToolContext, params: ForgetParams) -> ToolResult:
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             if params.memory_id is not None:
                 memory = await services.find_by_id(session, ctx.user.id, params.memory_id)
             else:
@@ -138,5 +137,4 @@ class MemoryTool(Tool):
                 )
             data = {"type": "memory", "action": "forget", **services.memory_data(memory)}
             await services.delete_memory(session, memory)
-            await session.commit()
         return ToolResult.success(data, display_message="Forgot a memory")

@@ -84,7 +84,7 @@ class TasksTool(Tool):
 
     async def create_action(self, ctx: ToolContext, params: CreateParams) -> ToolResult:
         await ctx.progress(display_message="Creating task…")
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             task = await services.create_task(
                 session,
                 ctx.user.id,
@@ -94,7 +94,6 @@ class TasksTool(Tool):
                 agent_id=ctx.agent.id,
                 thread_id=ctx.thread_id,
             )
-            await session.commit()
         return ToolResult.success(task_data(task), display_message=f"Created “{task.title}”")
 
     async def update_action(self, ctx: ToolContext, params: UpdateParams) -> ToolResult:
@@ -118,7 +117,7 @@ class TasksTool(Tool):
 
     async def list_action(self, ctx: ToolContext, params: ListParams) -> ToolResult:
         status = params.status or "active"
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             page = await services.list_tasks(
                 session, ctx.user, None if status == "all" else status, params.limit or 20, None
             )
@@ -132,7 +131,7 @@ class TasksTool(Tool):
     async def _change(
         self, ctx: ToolContext, task_id: UUID, changes: dict[str, Any], verb: str
     ) -> ToolResult:
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             task = await services.find_owned_task(session, ctx.user.id, task_id)
             if task is None:
                 return ToolResult.failure(
@@ -141,6 +140,5 @@ class TasksTool(Tool):
                     suggestion="Call tasks with action list to find the task_id.",
                     task_id=str(task_id),
                 )
-            services.apply_task_changes(task, changes)
-            await session.commit()
+            task = await services.update_task(session, task, changes)
         return ToolResult.success(task_data(task), display_message=f"{verb} “{task.title}”")
