@@ -6,53 +6,25 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.agents.schemas import AgentRead, AgentUpdate
+from app.agents import repository
+from app.agents.schemas import AgentUpdate
 from app.db.models import Agent, User
 from app.lib.problems import ProblemException
 from app.tools.toolsets import (
     agent_type_names,
-    effective_tools,
     is_known_agent_type,
     known_tool_names,
 )
 
-MAX_AGENTS_LISTED = 200
-
-
-def agent_read(agent: Agent) -> AgentRead:
-    return AgentRead(
-        id=agent.id,
-        name=agent.name,
-        agent_type=agent.agent_type,
-        model=agent.model,
-        system_prompt=agent.system_prompt,
-        reflection_prompt=agent.reflection_prompt,
-        memory_reflection_prompt=agent.memory_reflection_prompt,
-        enabled_tools=agent.enabled_tools,
-        tools=effective_tools(agent.agent_type, agent.enabled_tools),
-        is_shared=agent.is_shared,
-    )
-
-
-def _visible_to(user: User) -> Any:
-    return or_(Agent.owner_id == user.id, Agent.is_shared.is_(True))
-
 
 async def list_agents(session: AsyncSession, user: User) -> list[Agent]:
-    rows = await session.scalars(
-        select(Agent)
-        .where(_visible_to(user))
-        .order_by(Agent.name, Agent.id)
-        .limit(MAX_AGENTS_LISTED)
-    )
-    return list(rows)
+    return list(await session.scalars(repository.visible_agents(user)))
 
 
 async def get_visible_agent(session: AsyncSession, user: User, agent_id: UUID) -> Agent:
-    agent = await session.scalar(select(Agent).where(Agent.id == agent_id, _visible_to(user)))
+    agent = await session.scalar(repository.visible_agent(user, agent_id))
     if agent is None:
         raise ProblemException(404, "Agent not found.")
     return agent
@@ -64,9 +36,7 @@ async def find_agent(session: AsyncSession, agent_id: UUID) -> Agent | None:
 
 
 async def get_owned_agent(session: AsyncSession, user: User, agent_id: UUID) -> Agent:
-    agent = await session.scalar(
-        select(Agent).where(Agent.id == agent_id, Agent.owner_id == user.id)
-    )
+    agent = await session.scalar(repository.owned_agent(user.id, agent_id))
     if agent is None:
         raise ProblemException(404, "Agent not found.")
     return agent
@@ -109,10 +79,7 @@ def check_enabled_tools(enabled_tools: list[str] | None) -> None:
 async def name_taken(
     session: AsyncSession, owner_id: UUID, name: str, exclude_id: UUID | None = None
 ) -> bool:
-    query = select(Agent.id).where(Agent.owner_id == owner_id, Agent.name == name)
-    if exclude_id is not None:
-        query = query.where(Agent.id != exclude_id)
-    return (await session.scalar(query)) is not None
+    return (await session.scalar(repository.agent_named(owner_id, name, exclude_id))) is not None
 
 
 def _name_conflict(name: str) -> ProblemException:

@@ -8,6 +8,7 @@ from uuid import UUID
 import msgspec
 
 from app.memories import services
+from app.memories.serializers import memory_data
 from app.tools.base import Tool, ToolContext, ToolResult
 
 Content = Annotated[
@@ -87,7 +88,7 @@ class MemoryTool(Tool):
             "type": "memory",
             "action": "save",
             "created": created,
-            **services.memory_data(memory),
+            **memory_data(memory),
         }
         return ToolResult.success(
             data, display_message="Saved to memory" if created else "Memory updated"
@@ -109,7 +110,7 @@ class MemoryTool(Tool):
                 suggestion="Use search with a few words, or recall without a key for recent ones.",
                 key=params.key,
             )
-        memories = [services.memory_data(m) for m in rows]
+        memories = [memory_data(m) for m in rows]
         return ToolResult.success({"type": "memories", "action": "recall", "memories": memories,
                                    "count": len(memories)})  # fmt: skip
 
@@ -118,7 +119,7 @@ class MemoryTool(Tool):
             rows = await services.search_memories(
                 session, ctx.user.id, params.query, params.limit or 10
             )
-        memories = [services.memory_data(m) for m in rows]
+        memories = [memory_data(m) for m in rows]
         data = {"type": "memories", "action": "search", "query": params.query,
                 "memories": memories, "count": len(memories)}  # fmt: skip
         return ToolResult.success(data, display_message=f"{len(memories)} memory match(es)")
@@ -135,6 +136,6 @@ class MemoryTool(Tool):
                     "user_error",
                     suggestion="Use search or recall to find the memory_id.",
                 )
-            data = {"type": "memory", "action": "forget", **services.memory_data(memory)}
+            data = {"type": "memory", "action": "forget", **memory_data(memory)}
             await services.delete_memory(session, memory)
         return ToolResult.success(data, display_message="Forgot a memory")

@@ -10,10 +10,12 @@ import msgspec
 
 from app.db.models import Task
 from app.tasks import services
+from app.tasks.schemas import TaskNotes, TaskTitle
 from app.tools.base import Tool, ToolContext, ToolResult
 
-Title = Annotated[str, msgspec.Meta(min_length=1, max_length=500, description="Task title.")]
-Notes = Annotated[str, msgspec.Meta(max_length=10_000, description="Free-form notes.")]
+# The limits of the tasks API (TaskTitle, TaskNotes), described for the model.
+Title = Annotated[TaskTitle, msgspec.Meta(description="Task title.")]
+Notes = Annotated[TaskNotes, msgspec.Meta(description="Free-form notes.")]
 DueAt = Annotated[datetime, msgspec.Meta(description="Due date-time, ISO 8601 with timezone.")]
 STATUS_DOC = "update: active or completed; list: active, completed or all (default active)."
 TaskId = Annotated[UUID, msgspec.Meta(description="The task_id returned by create or list.")]
