@@ -36,6 +36,17 @@ async def page_server() -> AsyncIterator[LocalServer]:
     await server.stop()
 
 
+async def _turn(
+    api: OrchestratorApi, content: str, thread_id: str | None = None
+) -> tuple[str, dict]:
+    """api.turn with a longer wait: the first model call of a session (litellm warming up)
+    can take most of the default 10 s on a busy machine."""
+    thread_id = thread_id or await api.new_thread()
+    response = await api.post(thread_id, content)
+    assert response.status_code == 202, response.text
+    return thread_id, await api.wait_run(thread_id, response.json()["run"]["id"], timeout=60)
+
+
 def _tool_results(api: OrchestratorApi) -> list[dict]:
     return [
         json.loads(m["content"]) for m in api.llm.requests[1]["messages"] if m["role"] == "tool"
@@ -48,7 +59,7 @@ async def test_deeply_nested_arguments_fail_one_call_only(api: OrchestratorApi) 
         ToolCalls(Call("test_echo", nested), Call("test_echo", {"action": "echo", "text": "ok"})),
         Text("Done."),
     )
-    thread_id, run = await api.turn("go")
+    thread_id, run = await _turn(api, "go")
     assert run["status"] == "completed", run
     hostile, fine = [t["tool_activity"] for t in await api.tool_messages(thread_id)]
     assert (hostile["status"], hostile["error_type"]) == ("failure", "validation_error")
@@ -66,7 +77,7 @@ async def test_a_nul_character_in_arguments_fails_one_call_only(api: Orchestrato
         ),
         Text("Done."),
     )
-    thread_id, run = await api.turn("go")
+    thread_id, run = await _turn(api, "go")
     assert run["status"] == "completed", run
     hostile, fine = [t["tool_activity"] for t in await api.tool_messages(thread_id)]
     assert (hostile["status"], hostile["error_type"]) == ("failure", "validation_error")
@@ -88,7 +99,7 @@ async def test_a_nul_character_in_a_fetched_page_is_stored(
         ),
         Text("Done."),
     )
-    _, run = await api.turn("read it", thread_id=thread_id)
+    _, run = await _turn(api, "read it", thread_id)
     assert run["status"] == "completed", run
     fetched, created = [t["tool_activity"] for t in await api.tool_messages(thread_id)]
     assert fetched["status"] == "success", fetched
