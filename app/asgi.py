@@ -33,6 +33,7 @@ from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
 from app.tools.controllers import ToolController
+from app.tools.registry import get_registry
 from app.tools.toolsets import load_agent_types
 
 ROUTES = [
@@ -78,7 +79,7 @@ def provide_settings(state: State) -> Settings:
 def create_app(settings: Settings | None = None) -> Litestar:
     settings = settings or get_settings()
     # Validate agent types and toolsets now: a bad YAML stops startup with a clear message.
-    load_agent_types(settings.agent_types_file)
+    load_agent_types(settings.agent_types_file, tool_names=get_registry().names)
     db_config = build_sqlalchemy_config(settings)
     return Litestar(
         route_handlers=ROUTES,

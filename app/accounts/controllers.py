@@ -9,21 +9,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.accounts import services
 from app.accounts.deps import SECURITY, bearer_token
 from app.accounts.schemas import TokenCreate, TokenRead, UserRead
+from app.accounts.serializers import user_read
 from app.accounts.throttle import LoginThrottle, provide_login_throttle
 from app.db.models import User
 from app.lib.problems import problems
 from app.lib.security import token_digest
 from app.settings import Settings
-
-
-def user_read(user: User) -> UserRead:
-    return UserRead(
-        id=user.id,
-        email=user.email,
-        display_name=user.display_name,
-        is_staff=user.is_staff,
-        created_at=user.created_at,
-    )
 
 
 class AuthController(Controller):

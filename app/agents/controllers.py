@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.accounts.deps import SECURITY
 from app.agents import services
 from app.agents.schemas import AgentCreate, AgentList, AgentRead, AgentUpdate
+from app.agents.serializers import agent_read
 from app.db.models import User
 from app.lib.problems import problems
 
@@ -22,7 +23,7 @@ class AgentController(Controller):
     async def list_agents(self, db_session: AsyncSession, current_user: User) -> AgentList:
         """Your agents and the ones staff shared."""
         agents = await services.list_agents(db_session, current_user)
-        return AgentList(items=[services.agent_read(a) for a in agents])
+        return AgentList(items=[agent_read(a) for a in agents])
 
     @post("/", operation_id="CreateAgent", responses=problems(409))
     async def create_agent(
@@ -31,14 +32,14 @@ class AgentController(Controller):
         agent = await services.create_agent(
             db_session, current_user, **msgspec.structs.asdict(data)
         )
-        return services.agent_read(agent)
+        return agent_read(agent)
 
     @get("/{agent_id:uuid}", operation_id="GetAgent", responses=problems(404))
     async def get_agent(
         self, agent_id: UUID, db_session: AsyncSession, current_user: User
     ) -> AgentRead:
         agent = await services.get_visible_agent(db_session, current_user, agent_id)
-        return services.agent_read(agent)
+        return agent_read(agent)
 
     @patch("/{agent_id:uuid}", operation_id="UpdateAgent", responses=problems(404, 409))
     async def update_agent(
@@ -46,6 +47,6 @@ class AgentController(Controller):
     ) -> AgentRead:
         """Change only the fields sent; shared agents can be changed by their owner only."""
         agent = await services.get_owned_agent(db_session, current_user, agent_id)
-        changes = {k: v for k, v in msgspec.structs.asdict(data).items() if v is not msgspec.UNSET}
+        changes = data.sent_fields()
         agent = await services.update_agent(db_session, agent, changes)
-        return services.agent_read(agent)
+        return agent_read(agent)

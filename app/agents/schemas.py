@@ -7,10 +7,12 @@ import msgspec
 
 from app.lib.schema import Input, Schema
 
-AgentName = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+NAME_MAX_LENGTH = 100
+PROMPT_MAX_LENGTH = 20_000
+AgentName = Annotated[str, msgspec.Meta(min_length=1, max_length=NAME_MAX_LENGTH)]
 AgentType = Annotated[str, msgspec.Meta(min_length=1, max_length=50)]
 ModelName = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-Prompt = Annotated[str, msgspec.Meta(max_length=20_000)]
+Prompt = Annotated[str, msgspec.Meta(max_length=PROMPT_MAX_LENGTH)]
 ToolList = Annotated[
     list[Annotated[str, msgspec.Meta(min_length=1, max_length=64)]], msgspec.Meta(max_length=100)
 ]

@@ -5,58 +5,38 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import or_, select
+import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.agents.schemas import AgentRead
+from app.agents import repository
+from app.agents.schemas import AgentUpdate
 from app.db.models import Agent, User
 from app.lib.problems import ProblemException
-from app.tools.registry import get_registry
-from app.tools.toolsets import agent_type_names, effective_tools, is_known_agent_type
-
-MAX_AGENTS_LISTED = 200
-
-
-def agent_read(agent: Agent) -> AgentRead:
-    return AgentRead(
-        id=agent.id,
-        name=agent.name,
-        agent_type=agent.agent_type,
-        model=agent.model,
-        system_prompt=agent.system_prompt,
-        reflection_prompt=agent.reflection_prompt,
-        memory_reflection_prompt=agent.memory_reflection_prompt,
-        enabled_tools=agent.enabled_tools,
-        tools=effective_tools(agent.agent_type, agent.enabled_tools),
-        is_shared=agent.is_shared,
-    )
-
-
-def _visible_to(user: User) -> Any:
-    return or_(Agent.owner_id == user.id, Agent.is_shared.is_(True))
+from app.tools.toolsets import (
+    agent_type_names,
+    is_known_agent_type,
+    known_tool_names,
+)
 
 
 async def list_agents(session: AsyncSession, user: User) -> list[Agent]:
-    rows = await session.scalars(
-        select(Agent)
-        .where(_visible_to(user))
-        .order_by(Agent.name, Agent.id)
-        .limit(MAX_AGENTS_LISTED)
-    )
-    return list(rows)
+    return list(await session.scalars(repository.visible_agents(user)))
 
 
 async def get_visible_agent(session: AsyncSession, user: User, agent_id: UUID) -> Agent:
-    agent = await session.scalar(select(Agent).where(Agent.id == agent_id, _visible_to(user)))
+    agent = await session.scalar(repository.visible_agent(user, agent_id))
     if agent is None:
         raise ProblemException(404, "Agent not found.")
     return agent
 
 
+async def find_agent(session: AsyncSession, agent_id: UUID) -> Agent | None:
+    """The agent by id whoever owns it (a tool acting as the agent checks ownership itself)."""
+    return await session.get(Agent, agent_id)
+
+
 async def get_owned_agent(session: AsyncSession, user: User, agent_id: UUID) -> Agent:
-    agent = await session.scalar(
-        select(Agent).where(Agent.id == agent_id, Agent.owner_id == user.id)
-    )
+    agent = await session.scalar(repository.owned_agent(user.id, agent_id))
     if agent is None:
         raise ProblemException(404, "Agent not found.")
     return agent
@@ -79,7 +59,7 @@ def check_agent_type(agent_type: str) -> None:
 
 def check_enabled_tools(enabled_tools: list[str] | None) -> None:
     """Every name must be a registered tool (a typo would silently disable a tool)."""
-    known = get_registry().names()
+    known = known_tool_names()
     unknown = [name for name in enabled_tools or [] if name not in known]
     if unknown:
         raise ProblemException(
@@ -99,14 +79,30 @@ def check_enabled_tools(enabled_tools: list[str] | None) -> None:
 async def name_taken(
     session: AsyncSession, owner_id: UUID, name: str, exclude_id: UUID | None = None
 ) -> bool:
-    query = select(Agent.id).where(Agent.owner_id == owner_id, Agent.name == name)
-    if exclude_id is not None:
-        query = query.where(Agent.id != exclude_id)
-    return (await session.scalar(query)) is not None
+    return (await session.scalar(repository.agent_named(owner_id, name, exclude_id))) is not None
 
 
 def _name_conflict(name: str) -> ProblemException:
-    return ProblemException(409, f"You already have an agent named {name!r}.")
+    return ProblemException(
+        409,
+        f"You already have an agent named {name!r}: the name has already been taken.",
+        errors=[{"field": "name", "message": "has already been taken", "source": "body"}],
+    )
+
+
+def check_changes(changes: dict[str, Any]) -> None:
+    """The rules of PATCH /api/agents/{id} (AgentUpdate), for every caller: the API has
+    checked them while decoding, a tool or the CLI has not."""
+    try:
+        msgspec.convert(changes, AgentUpdate)
+    except msgspec.ValidationError as exc:
+        message, _, at = str(exc).partition(" - at `$.")
+        field = at.rstrip("`").split(".")[0] or None
+        raise ProblemException(
+            400,
+            f"Invalid {field or 'change'}: {message}.",
+            errors=[{"field": field, "message": message, "source": "body"}],
+        ) from None
 
 
 async def create_agent(session: AsyncSession, owner: User, **fields: Any) -> Agent:
@@ -121,6 +117,8 @@ async def create_agent(session: AsyncSession, owner: User, **fields: Any) -> Age
 
 
 async def update_agent(session: AsyncSession, agent: Agent, changes: dict[str, Any]) -> Agent:
+    """Change only the given fields; refuses (ProblemException) before changing anything."""
+    check_changes(changes)
     if "enabled_tools" in changes:
         check_enabled_tools(changes["enabled_tools"])
     name = changes.get("name")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 
@@ -14,6 +14,10 @@ class Schema(msgspec.Struct, kw_only=True):
 
 class Input(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A request body: unknown fields are rejected so typos never pass silently."""
+
+    def sent_fields(self) -> dict[str, Any]:
+        """The fields the client sent (a PATCH body leaves the others UNSET)."""
+        return {k: v for k, v in msgspec.structs.asdict(self).items() if v is not msgspec.UNSET}
 
 
 # Bounded scalars: an unbounded integer past 64 bits would reach the database.

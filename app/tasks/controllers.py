@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-import msgspec
 from litestar import Controller, get, patch
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,6 +13,7 @@ from app.lib.pagination import DEFAULT_PAGE_SIZE, PageLimit, page_size
 from app.lib.problems import problems
 from app.tasks import services
 from app.tasks.schemas import TaskPage, TaskRead, TaskStatus, TaskUpdate
+from app.tasks.serializers import task_read
 
 
 class TaskController(Controller):
@@ -39,7 +39,6 @@ class TaskController(Controller):
     ) -> TaskRead:
         """Rename, annotate, complete or reopen a task."""
         task = await services.get_owned_task(db_session, current_user, task_id)
-        changes = {k: v for k, v in msgspec.structs.asdict(data).items() if v is not msgspec.UNSET}
-        services.apply_task_changes(task, changes)
-        await db_session.flush()
-        return services.task_read(task)
+        changes = data.sent_fields()
+        task = await services.update_task(db_session, task, changes)
+        return task_read(task)

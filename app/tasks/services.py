@@ -5,59 +5,36 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Task, User
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
-from app.tasks.schemas import TaskPage, TaskRead
-
-
-def task_read(task: Task) -> TaskRead:
-    return TaskRead(
-        id=task.id,
-        title=task.title,
-        notes=task.notes,
-        status=task.status,  # type: ignore[arg-type]
-        due_at=task.due_at,
-        completed_at=task.completed_at,
-        agent_id=task.agent_id,
-        thread_id=task.thread_id,
-        created_at=task.created_at,
-        updated_at=task.updated_at,
-    )
+from app.tasks import repository
+from app.tasks.schemas import TaskPage
+from app.tasks.serializers import task_read
 
 
 async def list_tasks(
     session: AsyncSession, user: User, status: str | None, limit: int, cursor: str | None
 ) -> TaskPage:
-    query = (
-        select(Task)
-        .where(Task.owner_id == user.id)
-        .order_by(Task.created_at.desc(), Task.id.desc())
-        .limit(limit + 1)
-    )
-    if status:
-        query = query.where(Task.status == status)
-    if cursor:
-        at, id_ = decode_cursor(cursor)
-        query = query.where(or_(Task.created_at < at, and_(Task.created_at == at, Task.id < id_)))
-    rows = list(await session.scalars(query))
+    after = decode_cursor(cursor) if cursor else None
+    rows = list(await session.scalars(repository.task_page(user.id, status, limit, after)))
     page = rows[:limit]
     next_cursor = encode_cursor(page[-1].created_at, page[-1].id) if len(rows) > limit else None
     return TaskPage(items=[task_read(t) for t in page], next_cursor=next_cursor)
 
 
 async def get_owned_task(session: AsyncSession, user: User, task_id: UUID) -> Task:
-    task = await session.scalar(select(Task).where(Task.id == task_id, Task.owner_id == user.id))
+    task = await find_owned_task(session, user.id, task_id)
     if task is None:
         raise ProblemException(404, "Task not found.")
     return task
 
 
-def apply_task_changes(task: Task, changes: dict[str, Any]) -> Task:
+async def update_task(session: AsyncSession, task: Task, changes: dict[str, Any]) -> Task:
+    """Change the given fields (completing stamps completed_at, reopening clears it)."""
     status = changes.get("status")
     if status == "completed" and task.status != "completed":
         task.completed_at = utcnow()
@@ -65,12 +42,13 @@ def apply_task_changes(task: Task, changes: dict[str, Any]) -> Task:
         task.completed_at = None
     for field, value in changes.items():
         setattr(task, field, value)
+    await session.flush()
     return task
 
 
 async def find_owned_task(session: AsyncSession, owner_id: UUID, task_id: UUID) -> Task | None:
     """The task if `owner_id` owns it (tools turn None into a user_error, not a 404)."""
-    return await session.scalar(select(Task).where(Task.id == task_id, Task.owner_id == owner_id))
+    return await session.scalar(repository.owned_task(owner_id, task_id))
 
 
 async def create_task(session: AsyncSession, owner_id: UUID, **fields: Any) -> Task:

@@ -8,16 +8,8 @@ import msgspec
 
 from app.lib.schema import Input, NonNegativeInt, Schema
 from app.threads.activity import ToolStatus
+from app.tools.errors import ErrorType
 
-ErrorType = Literal[
-    "validation_error",
-    "user_error",
-    "system_error",
-    "permission_error",
-    "security_error",
-    "timeout",
-    "cancelled",
-]
 Role = Literal["user", "assistant", "tool"]
 RunStatusName = Literal["queued", "running", "completed", "failed", "cancelled"]
 # Part of the API schema (not a setting); a longer message is a 400 with a field error.

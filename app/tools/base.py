@@ -6,14 +6,16 @@ parameters are a msgspec Struct; the JSON Schema given to the model is generated
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 from uuid import UUID
 
 import msgspec
 
-from app.threads.schemas import ErrorType
+from app.lib.problems import ProblemException
+from app.tools.errors import ErrorType, error_type_for_status
 from app.tools.schema import merged_parameters_schema
 
 if TYPE_CHECKING:
@@ -22,8 +24,6 @@ if TYPE_CHECKING:
 
     from app.db.models import Agent, User
     from app.settings import Settings
-
-ERROR_TYPES: tuple[str, ...] = ErrorType.__args__  # type: ignore[attr-defined]
 
 
 class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -59,6 +59,19 @@ class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
             error_type=error_type,
             suggestion=suggestion,
             details=details or None,
+        )
+
+    @classmethod
+    def refused(
+        cls, exc: ProblemException, suggestion: str | None = None, **details: Any
+    ) -> ToolResult:
+        """A domain service's refusal (the one the API answers with) as a self-correcting
+        error: its detail, and its field errors when it has them."""
+        extra = exc.extra if isinstance(exc.extra, dict) else {}
+        if extra.get("errors"):
+            details.setdefault("errors", extra["errors"])
+        return cls.failure(
+            exc.detail, error_type_for_status(exc.status_code), suggestion, **details
         )
 
     def as_duplicate(self) -> ToolResult:
@@ -99,6 +112,14 @@ class ToolContext:
     progress: Callable[..., Awaitable[None]] = _no_progress
     # Per-run scratch shared by tools (e.g. the web search count).
     state: dict[str, Any] = field(default_factory=dict)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        """The call's unit of work, owned by the caller: it commits when the block ends and
+        rolls back when the block raises. Tools call domain services inside it and never
+        commit themselves, so a refused change (raised by the service) leaves nothing."""
+        async with self.session_factory() as session, session.begin():
+            yield session
 
 
 class Tool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from litestar import Controller, get
 
 from app.accounts.deps import SECURITY
@@ -29,17 +30,9 @@ class ToolList(Schema):
 
 
 def tool_read(entry: ToolCatalogEntry) -> ToolRead:
-    return ToolRead(
-        name=entry.name,
-        description=entry.description,
-        actions=entry.actions,
-        parameters=entry.parameters,
-        is_user_facing=entry.is_user_facing,
-        requires_confirmation=entry.requires_confirmation,
-        confirmation_actions=entry.confirmation_actions,
-        non_user_facing_actions=entry.non_user_facing_actions,
-        agent_types=agent_types_offering(entry.name),
-    )
+    """The registry's entry plus the agent types that offer the tool."""
+    fields = msgspec.structs.asdict(entry)
+    return msgspec.convert({**fields, "agent_types": agent_types_offering(entry.name)}, ToolRead)
 
 
 class ToolController(Controller):

@@ -18,7 +18,13 @@ import msgspec
 from app.tools.base import Tool, ToolContext, ToolResult
 from app.tools.events import LoggingToolEvents, ToolCall, ToolEvents
 from app.tools.registry import get_registry
-from app.tools.validation import ParsedCall, decode_arguments, unknown_tool, validate_call
+from app.tools.validation import (
+    ParsedCall,
+    decode_arguments,
+    unknown_tool,
+    validate_call,
+    without_nul,
+)
 
 logger = logging.getLogger("app.tools")
 SAFE_SYSTEM_ERROR = "The tool failed unexpectedly. The error was logged."
@@ -124,10 +130,24 @@ async def _run_tool(
     return result
 
 
+def storable(result: ToolResult) -> ToolResult:
+    """What a tool returns, with NUL characters replaced: a page or a search hit may hold
+    them, and PostgreSQL refuses them in text and jsonb (the cell would never be written)."""
+    return msgspec.structs.replace(
+        result,
+        data=without_nul(result.data),
+        display_message=without_nul(result.display_message),
+        error=without_nul(result.error),
+        suggestion=without_nul(result.suggestion),
+        details=without_nul(result.details),
+    )
+
+
 def _with_progress_events(ctx: ToolContext, call: ToolCall, events: ToolEvents) -> ToolContext:
     async def progress(
         display_message: str | None = None, data: dict[str, Any] | None = None
     ) -> None:
+        display_message, data = without_nul(display_message), without_nul(data)
         await events.on_progress(call, display_message, data)
         await ctx.progress(display_message=display_message, data=data)
 
@@ -135,6 +155,7 @@ def _with_progress_events(ctx: ToolContext, call: ToolCall, events: ToolEvents) 
 
 
 async def _finish(events: ToolEvents, call: ToolCall, result: ToolResult) -> ToolResult:
+    result = storable(result)
     if result.ok:
         await events.on_end(call, result)
     else:

@@ -5,6 +5,7 @@ The effective toolset of an agent is its type's toolset narrowed by its enabled_
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -59,22 +60,40 @@ def parse_agent_types(
     return types
 
 
-def load_agent_types(path: Path | str | None = None) -> dict[str, AgentTypeConfig]:
-    """Read, validate and install the agent types (called by create_app at startup)."""
-    from app.tools.registry import get_registry
+def load_agent_types(
+    path: Path | str | None = None, tool_names: ToolNames | None = None
+) -> dict[str, AgentTypeConfig]:
+    """Read, validate and install the agent types (called by create_app at startup).
 
+    `tool_names` gives the registered tool names; the composition root passes the
+    registry's, so this module (and the domain services that ask it which tools exist)
+    never imports the builtin tools. Later calls reuse the one given first.
+    """
+    global _AGENT_TYPES, _TOOL_NAMES
+    if tool_names is not None:
+        _TOOL_NAMES = tool_names
     file = Path(path) if path else DEFAULT_AGENT_TYPES_FILE
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise AgentTypesError(f"Cannot read agent types file {file}: {exc.strerror}") from None
-    types = parse_agent_types(text, get_registry().names(), source=str(file))
-    global _AGENT_TYPES
+    types = parse_agent_types(text, known_tool_names(), source=str(file))
     _AGENT_TYPES = types
     return types
 
 
+ToolNames = Callable[[], Iterable[str]]
 _AGENT_TYPES: dict[str, AgentTypeConfig] | None = None
+_TOOL_NAMES: ToolNames | None = None
+
+
+def known_tool_names() -> list[str]:
+    """The registered tools' names (what enabled_tools and agent types may list)."""
+    if _TOOL_NAMES is None:
+        raise AgentTypesError(
+            "The tool names are not known yet: create_app passes them to load_agent_types."
+        )
+    return list(_TOOL_NAMES())
 
 
 def agent_types() -> dict[str, AgentTypeConfig]:

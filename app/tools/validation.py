@@ -19,26 +19,106 @@ from app.tools.schema import action_fields
 ParsedCall = tuple[Tool, str, msgspec.Struct]
 
 
-def decode_arguments(arguments: str | bytes | dict[str, Any] | None) -> dict[str, Any] | ToolResult:
+# Our tools' parameters are a few levels deep; far deeper JSON is hostile (the decoder and
+# every later encoder recurse) and is refused before anything else looks at it.
+MAX_ARGUMENT_DEPTH = 32
+NUL = "\x00"
+_ONE_OBJECT = 'Send the arguments as one JSON object, e.g. {"action": "…", …}.'
+
+
+def _decode(arguments: str | bytes | dict[str, Any] | None) -> dict[str, Any] | ToolResult:
     if arguments is None or arguments == "":
         return {}
     if isinstance(arguments, dict):
-        return arguments
-    try:
-        decoded = msgspec.json.decode(arguments)
-    except msgspec.DecodeError as exc:
-        return ToolResult.failure(
-            f"Arguments are not valid JSON ({exc}).",
-            "validation_error",
-            suggestion='Send the arguments as one JSON object, e.g. {"action": "…", …}.',
-        )
+        decoded: Any = arguments
+    else:
+        try:
+            decoded = msgspec.json.decode(arguments)
+        except msgspec.DecodeError as exc:
+            return ToolResult.failure(
+                f"Arguments are not valid JSON ({exc}).", "validation_error", suggestion=_ONE_OBJECT
+            )
+        except RecursionError:
+            return _too_deep()
     if not isinstance(decoded, dict):
         return ToolResult.failure(
             f"Arguments must be a JSON object, not {type(decoded).__name__}.",
             "validation_error",
-            suggestion='Send the arguments as one JSON object, e.g. {"action": "…", …}.',
+            suggestion=_ONE_OBJECT,
         )
+    if _depth(decoded) > MAX_ARGUMENT_DEPTH:
+        return _too_deep()
     return decoded
+
+
+def _too_deep() -> ToolResult:
+    return ToolResult.failure(
+        f"Arguments are nested too deeply (more than {MAX_ARGUMENT_DEPTH} levels of arrays "
+        "and objects).",
+        "validation_error",
+        suggestion="Send flat parameters as the tool's schema describes them.",
+    )
+
+
+def _children(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [*value.keys(), *value.values()]
+    if isinstance(value, list | tuple):
+        return list(value)
+    return []
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth, walked without recursion (stops counting past the limit)."""
+    deepest, level = 0, [value]
+    while level and deepest <= MAX_ARGUMENT_DEPTH:
+        deepest += 1
+        level = [child for node in level for child in _children(node)
+                 if isinstance(child, dict | list | tuple)]  # fmt: skip
+    return deepest
+
+
+def _nul_field(args: dict[str, Any]) -> str | None:
+    """The first parameter holding a NUL character anywhere inside it (key or value)."""
+    for name, value in args.items():
+        pending = [name, value]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, str) and NUL in item:
+                return str(name).replace(NUL, "")
+            pending.extend(_children(item))
+    return None
+
+
+def without_nul(value: Any) -> Any:
+    """The value with NUL characters replaced (U+FFFD): storable in PostgreSQL text and
+    jsonb (which refuse NUL) as on SQLite. Tools' arguments and results are shallow."""
+    if isinstance(value, str):
+        return value.replace(NUL, "\ufffd") if NUL in value else value
+    if isinstance(value, dict):
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [without_nul(v) for v in value]
+    return value
+
+
+def decode_arguments(arguments: str | bytes | dict[str, Any] | None) -> dict[str, Any] | ToolResult:
+    """The arguments as a JSON object that can be stored and shown (`tool_activity.input`):
+    NUL characters replaced; invalid, non-object or too deeply nested JSON is an error."""
+    decoded = _decode(arguments)
+    return decoded if isinstance(decoded, ToolResult) else without_nul(decoded)
+
+
+def _check_text(args: dict[str, Any]) -> ToolResult | None:
+    field = _nul_field(args)
+    if field is None:
+        return None
+    return ToolResult.failure(
+        f"{field} contains a NUL character (\\u0000), which cannot be stored.",
+        "validation_error",
+        suggestion=f"Call again without the NUL character in {field}.",
+        errors=[{"field": field, "message": "contains a NUL character (\\u0000)"}],
+    )
 
 
 def _check_action(tool: Tool, args: dict[str, Any]) -> str | ToolResult:
@@ -149,9 +229,12 @@ def check_params(tool: Tool, action: str, args: dict[str, Any]) -> msgspec.Struc
 def validate_call(
     tool: Tool, arguments: str | bytes | dict[str, Any] | None
 ) -> ParsedCall | ToolResult:
-    args = decode_arguments(arguments)
+    args = _decode(arguments)
     if isinstance(args, ToolResult):
         return args
+    nul = _check_text(args)
+    if nul is not None:
+        return nul
     action = _check_action(tool, args)
     if isinstance(action, ToolResult):
         return action

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import pytest
 from httpx import AsyncClient
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.agents import services
+from app.lib.problems import ProblemException
 from tests.api.support import assert_problem
 from tests.conftest import ApiUser, make_api_user
 from tests.factories import AgentFactory
@@ -105,3 +108,15 @@ async def test_unknown_fields_are_rejected(client: AsyncClient, alice: ApiUser) 
     )
     body = assert_problem(response, 400)
     assert body["errors"]
+
+
+async def test_update_agent_checks_the_patch_rules_for_every_caller(
+    db: AsyncSession, alice: ApiUser
+) -> None:
+    """A tool or the CLI calls services.update_agent without the API's body decoding: the
+    service refuses what PATCH refuses, field by field, and changes nothing."""
+    with pytest.raises(ProblemException) as refused:
+        await services.update_agent(db, alice.agent, {"name": "n" * 101, "model": None})
+    assert refused.value.status_code == 400
+    assert [e["field"] for e in refused.value.extra["errors"]] == ["name"]
+    assert alice.agent.name != "n" * 101

@@ -7,7 +7,10 @@ from typing import Any, ClassVar
 
 import msgspec
 import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.models import Task
 from app.tools import registry as registry_module
 from app.tools.base import Tool, ToolContext, ToolResult
 from app.tools.executor import SAFE_SYSTEM_ERROR, parse_call, parsed_input
@@ -206,3 +209,19 @@ def test_every_schema_is_strict_friendly() -> None:
         assert schema["type"] == "object" and schema["additionalProperties"] is False
         assert schema["required"] == list(schema["properties"])
         assert schema["properties"]["action"]["enum"] == tool.actions
+
+
+async def test_the_transaction_commits_on_success_and_rolls_back_on_error(
+    harness: ToolHarness, db: AsyncSession
+) -> None:
+    """ctx.transaction() is the call's unit of work: tools never commit themselves."""
+    user_id = harness.ctx.user.id
+    async with harness.ctx.transaction() as session:
+        session.add(Task(owner_id=user_id, title="kept", status="active"))
+    with pytest.raises(RuntimeError):
+        async with harness.ctx.transaction() as session:
+            session.add(Task(owner_id=user_id, title="dropped", status="active"))
+            await session.flush()
+            raise RuntimeError("the tool failed after writing")
+    titles = list(await db.scalars(select(Task.title).where(Task.owner_id == user_id)))
+    assert titles == ["kept"]

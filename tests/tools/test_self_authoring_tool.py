@@ -110,3 +110,42 @@ async def test_shared_agent_cannot_be_changed_by_a_non_owner(
     assert result.error_type == "permission_error"
     viewed = await bob_tools.call("self_authoring", {"action": "view", "field": "name"})
     assert viewed.ok
+
+
+async def _stored(db: AsyncSession, agent_id) -> Agent:
+    return await db.scalar(
+        select(Agent).where(Agent.id == agent_id).execution_options(populate_existing=True)
+    )
+
+
+async def test_a_value_the_api_refuses_is_refused_and_nothing_changes(
+    harness: ToolHarness, db: AsyncSession, client, alice: ApiUser
+) -> None:
+    """A NUL character: the API refuses it on PostgreSQL (it cannot be stored); the tool
+    refuses it on both databases with an error the model can act on, and stores nothing."""
+    before = (await _stored(db, harness.ctx.agent.id)).system_prompt
+    result = await harness.call(
+        "self_authoring", {"action": "update", "field": "system_prompt", "value": "Be\u0000 kind."}
+    )
+    assert (result.ok, result.error_type) == (False, "validation_error")
+    assert "NUL" in result.error and "value" in result.error and result.suggestion
+    assert (await _stored(db, harness.ctx.agent.id)).system_prompt == before
+
+
+async def test_the_tool_refuses_what_patch_refuses(
+    harness: ToolHarness, db: AsyncSession, client, alice: ApiUser
+) -> None:
+    """Self-authoring goes through agents.services.update_agent, the PATCH endpoint's checks."""
+    db.add(AgentFactory.build(owner_id=alice.user.id, name="Sage"))
+    await db.commit()
+    agent_id = harness.ctx.agent.id
+    patched = await client.patch(
+        f"/api/agents/{agent_id}", json={"name": "Sage"}, headers=alice.headers
+    )
+    assert patched.status_code == 409
+    result = await harness.call(
+        "self_authoring", {"action": "update", "field": "name", "value": "Sage"}
+    )
+    assert (result.error_type, result.suggestion) == ("validation_error", "Pick another name.")
+    assert result.details["errors"][0]["field"] == "name"
+    assert (await _stored(db, agent_id)).name == alice.agent.name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,10 +10,11 @@ import httpx
 import pytest
 
 from app import create_app
-from app.agents.services import agent_read
+from app.agents.serializers import agent_read
 from app.db.models import Agent
 from app.settings import Settings
 from app.tools import toolsets
+from app.tools.registry import get_registry
 from app.tools.toolsets import (
     AgentTypesError,
     effective_tools,
@@ -25,8 +27,10 @@ from tests.conftest import ApiUser
 KNOWN = ["tasks", "web", "memory", "self_authoring"]
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def restore_agent_types() -> Iterator[None]:
+    """The shipped agent types checked against the registered tools, as create_app does."""
+    load_agent_types(tool_names=get_registry().names)
     yield
     load_agent_types()
 
@@ -91,7 +95,9 @@ def test_a_toolset_changes_in_yaml_without_code(tmp_path: Path, restore_agent_ty
         "agent_types:\n  assistant:\n    tools: [memory]\n  scout:\n    tools: [web]\n"
     )
     create_app(Settings(agent_types_file=str(custom), runner_enabled=False))
-    agent = Agent(name="a", agent_type="assistant", enabled_tools=None, is_shared=False)
+    agent = Agent(
+        id=uuid.uuid4(), name="a", agent_type="assistant", enabled_tools=None, is_shared=False
+    )
     assert agent_read(agent).tools == ["memory"]
     assert toolsets.agent_type_names() == ["assistant", "scout"]
 

@@ -8,6 +8,7 @@ from uuid import UUID
 import msgspec
 
 from app.memories import services
+from app.memories.serializers import memory_data
 from app.tools.base import Tool, ToolContext, ToolResult
 
 Content = Annotated[
@@ -78,24 +79,23 @@ class MemoryTool(Tool):
     }
 
     async def save_action(self, ctx: ToolContext, params: SaveParams) -> ToolResult:
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             memory, created = await services.save_memory(
                 session, ctx.user.id, content=params.content.strip(), key=params.key,
                 tags=params.tags, agent_id=ctx.agent.id,
             )  # fmt: skip
-            await session.commit()
         data = {
             "type": "memory",
             "action": "save",
             "created": created,
-            **services.memory_data(memory),
+            **memory_data(memory),
         }
         return ToolResult.success(
             data, display_message="Saved to memory" if created else "Memory updated"
         )
 
     async def recall_action(self, ctx: ToolContext, params: RecallParams) -> ToolResult:
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             if params.key is not None:
                 memory = await services.find_by_key(session, ctx.user.id, params.key)
                 rows = [memory] if memory else []
@@ -110,22 +110,22 @@ class MemoryTool(Tool):
                 suggestion="Use search with a few words, or recall without a key for recent ones.",
                 key=params.key,
             )
-        memories = [services.memory_data(m) for m in rows]
+        memories = [memory_data(m) for m in rows]
         return ToolResult.success({"type": "memories", "action": "recall", "memories": memories,
                                    "count": len(memories)})  # fmt: skip
 
     async def search_action(self, ctx: ToolContext, params: SearchParams) -> ToolResult:
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             rows = await services.search_memories(
                 session, ctx.user.id, params.query, params.limit or 10
             )
-        memories = [services.memory_data(m) for m in rows]
+        memories = [memory_data(m) for m in rows]
         data = {"type": "memories", "action": "search", "query": params.query,
                 "memories": memories, "count": len(memories)}  # fmt: skip
         return ToolResult.success(data, display_message=f"{len(memories)} memory match(es)")
 
     async def forget_action(self, ctx: ToolContext, params: ForgetParams) -> ToolResult:
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             if params.memory_id is not None:
                 memory = await services.find_by_id(session, ctx.user.id, params.memory_id)
             else:
@@ -136,7 +136,6 @@ class MemoryTool(Tool):
                     "user_error",
                     suggestion="Use search or recall to find the memory_id.",
                 )
-            data = {"type": "memory", "action": "forget", **services.memory_data(memory)}
+            data = {"type": "memory", "action": "forget", **memory_data(memory)}
             await services.delete_memory(session, memory)
-            await session.commit()
         return ToolResult.success(data, display_message="Forgot a memory")

@@ -5,15 +5,19 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
-from sqlalchemy import select
 
-from app.agents.services import name_taken
+from app.agents import services
+from app.agents.schemas import NAME_MAX_LENGTH, PROMPT_MAX_LENGTH
 from app.db.models import Agent
+from app.lib.problems import ProblemException
 from app.tools.base import Tool, ToolContext, ToolResult
 
 FIELDS = ("name", "system_prompt", "reflection_prompt", "memory_reflection_prompt")
-MAX_LENGTH = {"name": 100, "system_prompt": 20_000, "reflection_prompt": 20_000,
-              "memory_reflection_prompt": 20_000}  # fmt: skip
+# The limits of PATCH /api/agents/{id}, checked first for a message about `value`;
+# services.update_agent checks every rule of that endpoint again.
+MAX_LENGTH = {"name": NAME_MAX_LENGTH, "system_prompt": PROMPT_MAX_LENGTH,
+              "reflection_prompt": PROMPT_MAX_LENGTH,
+              "memory_reflection_prompt": PROMPT_MAX_LENGTH}  # fmt: skip
 Field = Annotated[
     Literal["name", "system_prompt", "reflection_prompt", "memory_reflection_prompt"],
     msgspec.Meta(description="Which setting: " + ", ".join(FIELDS) + "."),
@@ -26,7 +30,7 @@ class ViewParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 class UpdateParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     field: Field
-    value: Annotated[str, msgspec.Meta(max_length=20_000, description="The new value.")]
+    value: Annotated[str, msgspec.Meta(max_length=PROMPT_MAX_LENGTH, description="The new value.")]
 
 
 class SelfAuthoringTool(Tool):
@@ -44,8 +48,8 @@ class SelfAuthoringTool(Tool):
     }
 
     async def view_action(self, ctx: ToolContext, params: ViewParams) -> ToolResult:
-        async with ctx.session_factory() as session:
-            agent = await session.get(Agent, ctx.agent.id)
+        async with ctx.transaction() as session:
+            agent = await services.find_agent(session, ctx.agent.id)
         if agent is None:
             return _agent_gone()
         if params.field is None:
@@ -60,29 +64,29 @@ class SelfAuthoringTool(Tool):
         if problem is not None:
             return problem
         await ctx.progress(display_message=f"Updating {field}…")
-        async with ctx.session_factory() as session:
-            agent = await session.scalar(select(Agent).where(Agent.id == ctx.agent.id))
-            if agent is None:
-                return _agent_gone()
-            if agent.owner_id != ctx.user.id:
-                return ToolResult.failure(
-                    "This agent is shared by staff; only its owner can change it.",
-                    "permission_error",
-                    field=field,
-                )
-            if field == "name" and await name_taken(session, agent.owner_id, value, agent.id):
-                return ToolResult.failure(
-                    f"Name {value!r} has already been taken.",
-                    "validation_error",
-                    suggestion="Pick another name.",
-                    field=field,
-                    errors=[{"field": "value", "message": "name has already been taken"}],
-                )
-            setattr(agent, field, value)
-            await session.commit()
+        try:
+            async with ctx.transaction() as session:
+                agent = await services.find_agent(session, ctx.agent.id)
+                if agent is None:
+                    return _agent_gone()
+                if agent.owner_id != ctx.user.id:
+                    return ToolResult.failure(
+                        "This agent is shared by staff; only its owner can change it.",
+                        "permission_error",
+                        field=field,
+                    )
+                # The same checks as PATCH /api/agents/{id}; a refusal rolls back.
+                await services.update_agent(session, agent, {field: value})
+        except ProblemException as exc:
+            return ToolResult.refused(
+                exc, suggestion=_SUGGESTIONS.get(exc.status_code), field=field
+            )
         return ToolResult.success(
             _config("update", agent, field), display_message=f"Updated {field}"
         )
+
+
+_SUGGESTIONS = {409: "Pick another name.", 400: "Fix the value and call update again."}
 
 
 def _config(action: str, agent: Agent, field: str) -> dict[str, Any]:

@@ -10,10 +10,12 @@ import msgspec
 
 from app.db.models import Task
 from app.tasks import services
+from app.tasks.schemas import TaskNotes, TaskTitle
 from app.tools.base import Tool, ToolContext, ToolResult
 
-Title = Annotated[str, msgspec.Meta(min_length=1, max_length=500, description="Task title.")]
-Notes = Annotated[str, msgspec.Meta(max_length=10_000, description="Free-form notes.")]
+# The limits of the tasks API (TaskTitle, TaskNotes), described for the model.
+Title = Annotated[TaskTitle, msgspec.Meta(description="Task title.")]
+Notes = Annotated[TaskNotes, msgspec.Meta(description="Free-form notes.")]
 DueAt = Annotated[datetime, msgspec.Meta(description="Due date-time, ISO 8601 with timezone.")]
 STATUS_DOC = "update: active or completed; list: active, completed or all (default active)."
 TaskId = Annotated[UUID, msgspec.Meta(description="The task_id returned by create or list.")]
@@ -84,7 +86,7 @@ class TasksTool(Tool):
 
     async def create_action(self, ctx: ToolContext, params: CreateParams) -> ToolResult:
         await ctx.progress(display_message="Creating task…")
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             task = await services.create_task(
                 session,
                 ctx.user.id,
@@ -94,7 +96,6 @@ class TasksTool(Tool):
                 agent_id=ctx.agent.id,
                 thread_id=ctx.thread_id,
             )
-            await session.commit()
         return ToolResult.success(task_data(task), display_message=f"Created “{task.title}”")
 
     async def update_action(self, ctx: ToolContext, params: UpdateParams) -> ToolResult:
@@ -118,7 +119,7 @@ class TasksTool(Tool):
 
     async def list_action(self, ctx: ToolContext, params: ListParams) -> ToolResult:
         status = params.status or "active"
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             page = await services.list_tasks(
                 session, ctx.user, None if status == "all" else status, params.limit or 20, None
             )
@@ -132,7 +133,7 @@ class TasksTool(Tool):
     async def _change(
         self, ctx: ToolContext, task_id: UUID, changes: dict[str, Any], verb: str
     ) -> ToolResult:
-        async with ctx.session_factory() as session:
+        async with ctx.transaction() as session:
             task = await services.find_owned_task(session, ctx.user.id, task_id)
             if task is None:
                 return ToolResult.failure(
@@ -141,6 +142,5 @@ class TasksTool(Tool):
                     suggestion="Call tasks with action list to find the task_id.",
                     task_id=str(task_id),
                 )
-            services.apply_task_changes(task, changes)
-            await session.commit()
+            task = await services.update_task(session, task, changes)
         return ToolResult.success(task_data(task), display_message=f"{verb} “{task.title}”")

@@ -1,0 +1,18 @@
+"""Agent rows to response Structs: the one conversion per read schema."""
+
+from __future__ import annotations
+
+import msgspec
+
+from app.agents.schemas import AgentRead
+from app.db.models import Agent
+from app.tools.toolsets import effective_tools
+
+_COLUMNS = tuple(name for name in AgentRead.__struct_fields__ if name != "tools")
+
+
+def agent_read(agent: Agent) -> AgentRead:
+    """The row's columns plus its effective tools (its type's toolset ∩ enabled_tools)."""
+    fields = {name: getattr(agent, name) for name in _COLUMNS}
+    tools = effective_tools(agent.agent_type, agent.enabled_tools)
+    return msgspec.convert({**fields, "tools": tools}, AgentRead)
