@@ -64,6 +64,13 @@ class Settings:
     ws_max_frame_bytes: int = 4096
     ws_frame_rate: float = 20.0
     ws_frame_burst: int = 60
+    # Runner liveness: each process renews a heartbeat row this often; a peer whose
+    # heartbeat did not change for the timeout is taken for dead and its runs are failed
+    # (the lease stays the backstop). A run's last write retries this long while the
+    # database is unreachable.
+    runner_heartbeat_seconds: float = 0.5
+    runner_heartbeat_timeout_seconds: float = 3.0
+    runner_db_retry_seconds: float = 60.0
 
     @property
     def is_sqlite(self) -> bool:
@@ -96,6 +103,18 @@ class Settings:
             channels_prefix=os.environ.get("CHANNELS_PREFIX") or defaults.channels_prefix,
             ws_send_queue_size=_env_int("WS_SEND_QUEUE_SIZE", defaults.ws_send_queue_size),
             ws_max_subscriptions=_env_int("WS_MAX_SUBSCRIPTIONS", defaults.ws_max_subscriptions),
+            runner_max_concurrent_runs=_env_int(
+                "RUNNER_MAX_CONCURRENT_RUNS", defaults.runner_max_concurrent_runs
+            ),
+            runner_heartbeat_seconds=_env_float(
+                "RUNNER_HEARTBEAT_SECONDS", defaults.runner_heartbeat_seconds
+            ),
+            runner_heartbeat_timeout_seconds=_env_float(
+                "RUNNER_HEARTBEAT_TIMEOUT_SECONDS", defaults.runner_heartbeat_timeout_seconds
+            ),
+            runner_db_retry_seconds=_env_float(
+                "RUNNER_DB_RETRY_SECONDS", defaults.runner_db_retry_seconds
+            ),
         )
 
 
