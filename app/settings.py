@@ -98,7 +98,7 @@ class Settings:
         Meta(description="the worker's poll of queue, leases, cancels when not woken"),
     ] = 0.5
     runner_max_concurrent_runs: Annotated[
-        PositiveInt, Meta(description="runs one process executes at once")
+        NonNegativeInt, Meta(description="runs one process executes at once (0: claims none)")
     ] = 16
     llm_timeout_seconds: Annotated[
         PositiveFloat, Meta(description="longest silence of a model stream")
@@ -168,6 +168,19 @@ class Settings:
     login_failure_window_seconds: Annotated[
         PositiveFloat, Meta(description="the login throttling window")
     ] = 900.0
+    # Runner liveness: a peer whose heartbeat did not change for the timeout is taken for
+    # dead and its runs are failed (the lease stays the backstop).
+    runner_heartbeat_seconds: Annotated[
+        PositiveFloat, Meta(description="how often each process renews its heartbeat row")
+    ] = 0.5
+    runner_heartbeat_timeout_seconds: Annotated[
+        PositiveFloat,
+        Meta(description="a peer whose heartbeat is this old is dead: its runs are failed"),
+    ] = 3.0
+    runner_db_retry_seconds: Annotated[
+        PositiveFloat,
+        Meta(description="how long a run's last write retries while the database is unreachable"),
+    ] = 60.0
 
     @property
     def is_sqlite(self) -> bool:

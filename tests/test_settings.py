@@ -84,6 +84,9 @@ DEFAULTS = {
     "login_max_failures_per_account": 10,
     "login_max_failures_per_address": 50,
     "login_failure_window_seconds": 900.0,
+    "runner_heartbeat_seconds": 0.5,
+    "runner_heartbeat_timeout_seconds": 3.0,
+    "runner_db_retry_seconds": 60.0,
 }
 
 

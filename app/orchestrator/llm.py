@@ -27,6 +27,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download at 
 # (same transformation, streaming wrapper, exception mapping), ~2.5 ms less CPU per model call.
 os.environ.setdefault("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", "True")
 
+import aiohttp
+import httpx
 import litellm
 from litellm.llms.custom_llm import CustomLLM
 
@@ -126,6 +128,38 @@ def map_error(exc: Exception) -> LLMError:
     return LLMError("provider_error", f"The model call failed: {name}: {detail}")
 
 
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exception and what it wraps (litellm keeps the original on `original_exception`)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain and len(chain) < 20:
+        chain.append(current)
+        wrapped = getattr(current, "original_exception", None)
+        if not isinstance(wrapped, BaseException):
+            wrapped = current.__cause__ or current.__context__
+        current = wrapped
+    return chain
+
+
+def _transport_failed(exc: BaseException) -> bool:
+    """Did the connection itself fail (reset, closed mid-body), not the provider answer?"""
+    return any(
+        isinstance(cause, httpx.TransportError | aiohttp.ClientError | ConnectionError)
+        and not isinstance(cause, httpx.TimeoutException | TimeoutError)
+        for cause in _causes(exc)
+    )
+
+
+def stream_lost(exc: Exception) -> LLMError | None:
+    """A stream that had begun and broke off on the connection: say so, whatever status
+    litellm's wrapper gave it (it reports a dropped body as a 500)."""
+    if isinstance(exc, LLMError) or not _transport_failed(exc):
+        return None
+    if map_error(exc).kind == "timeout":
+        return None
+    return LLMError("connection", "The connection to the model provider was lost mid-answer.")
+
+
 class _ToolCallAssembler:
     """Joins tool-call deltas (by index) into complete OpenAI-format calls."""
 
@@ -206,7 +240,7 @@ async def _stream_once(
     # The idle deadline moves with every chunk: a stalled stream ends as a timeout.
     async with asyncio.timeout(loop.time() + target.timeout) as deadline:
         stream = await litellm.acompletion(model=target.model, messages=messages, **params)
-        async for chunk in stream:
+        async for chunk in _chunks(stream):
             deadline.reschedule(loop.time() + target.timeout)
             if not chunk.choices:
                 continue
@@ -220,6 +254,21 @@ async def _stream_once(
             if choice.finish_reason:
                 turn.finish_reason = choice.finish_reason
     turn.tool_calls = assembler.calls()
+
+
+async def _chunks(stream: Any) -> AsyncIterator[Any]:
+    """The stream's chunks; a connection that breaks off mid-stream is said to be lost.
+
+    Only the stream's own errors pass here (an error of the loop's body, e.g. a database
+    write in `on_text`, is raised where it happens, not thrown into this generator).
+    """
+    try:
+        async for chunk in stream:
+            yield chunk
+    except Exception as exc:
+        if (lost := stream_lost(exc)) is not None:
+            raise lost from exc
+        raise
 
 
 async def stream_turn(

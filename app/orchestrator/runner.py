@@ -30,6 +30,12 @@ from app.orchestrator.delegation import (
 )
 from app.orchestrator.history import load_history
 from app.orchestrator.llm import LLMError, ModelTurn, context_window, fit_to_context, stream_turn
+from app.orchestrator.outage import (
+    DB_UNREACHABLE,
+    DB_UNREACHABLE_CELL,
+    database_unreachable,
+    write_retrying,
+)
 from app.orchestrator.tool_calls import PlannedCall, ToolCallRunner, plan_call, tool_message_fields
 from app.threads import changes, repository
 from app.threads.writer import create_message, create_messages, update_message
@@ -130,7 +136,13 @@ class RunExecution:
             await self._end(
                 RunStatus.FAILED, exc.message, "system_error", "The run failed: " + exc.message
             )
-        except Exception:
+        except Exception as exc:
+            if database_unreachable(exc):
+                logger.warning("run %s: the database is unreachable", self.run.id)
+                await self._end(
+                    RunStatus.FAILED, DB_UNREACHABLE, "system_error", DB_UNREACHABLE_CELL
+                )
+                return
             logger.exception("run %s failed", self.run.id)
             await self._end(
                 RunStatus.FAILED,
@@ -153,7 +165,8 @@ class RunExecution:
 
         try:
             await self.deps.settle()  # writes of the cancelled tasks land first
-            await self.deps.write(work)
+            seconds = self.deps.settings.runner_db_retry_seconds
+            await write_retrying(self.deps, work, seconds=seconds)
         except Exception:  # the lease reaper will still end it
             logger.exception("could not end run %s", self.run.id)
 

@@ -7,15 +7,16 @@ domain's (app/threads/runs.py). Every status change is announced after commit.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
+from typing import Any
 from uuid import UUID
 
-from sqlalchemy import and_, bindparam, exists, or_, select, update
+from sqlalchemy import and_, bindparam, delete, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from app.db.models import Run, RunStatus
+from app.db.models import Run, RunStatus, runner_heartbeats
 from app.lib.time import utcnow
 from app.threads import activity as cell
 from app.threads import changes, repository
@@ -162,17 +163,35 @@ async def expire_leases(session: AsyncSession, owners: list[str]) -> None:
 
 
 async def reap_expired_runs(session: AsyncSession) -> list[Run]:
-    """Fail runs whose lease expired (their runner died) and close their open activities.
+    """Fail runs whose lease expired and close their open activities.
 
-    The UPDATE … RETURNING claims each run for exactly one reaper.
+    An expired lease only says its runner stopped renewing it (it may have stopped, hung
+    or lost the database), and the error says no more. The UPDATE … RETURNING claims each
+    run for exactly one reaper.
     """
-    runs = list(
+    return await _fail_running(
+        session, Run.lease_expires_at <= utcnow(), LEASE_EXPIRED, INTERRUPTED
+    )
+
+
+# -- liveness: heartbeats and dead owners ----------------------------------------------
+LEASE_EXPIRED = "Interrupted: the process running this run stopped renewing its lease."
+OWNER_STOPPED = "Interrupted: the process running this run stopped."
+OWNER_SILENT = "Interrupted: the process running this run stopped responding."
+
+
+async def _fail_running(
+    session: AsyncSession, condition: Any, error: str, activity_error: str
+) -> list[Run]:
+    """Fail the running runs matching `condition` (one UPDATE … RETURNING: each run is
+    failed by exactly one caller) and close their open activities."""
+    failed = list(
         await session.scalars(
             update(Run)
-            .where(Run.status == RunStatus.RUNNING.value, Run.lease_expires_at <= utcnow())
+            .where(Run.status == RunStatus.RUNNING.value, condition)
             .values(
                 status=RunStatus.FAILED.value,
-                error="Interrupted: the process running this run stopped.",
+                error=error,
                 finished_at=utcnow(),
                 lease_expires_at=None,
             )
@@ -180,7 +199,56 @@ async def reap_expired_runs(session: AsyncSession) -> list[Run]:
             .execution_options(synchronize_session=False, populate_existing=True)
         )
     )
-    for run in runs:
-        await close_open_activities(session, run.id, error_type="system_error", error=INTERRUPTED)
+    for run in failed:
+        await close_open_activities(
+            session, run.id, error_type="system_error", error=activity_error
+        )
         changes.run_changed(session, run)
-    return runs
+    return failed
+
+
+async def reap_owners(session: AsyncSession, owners: list[str], error: str) -> list[Run]:
+    """Fail the runs of owners known to be dead, lease or not, and forget their heartbeats."""
+    if not owners:
+        return []
+    await session.execute(delete(runner_heartbeats).where(runner_heartbeats.c.owner.in_(owners)))
+    return await _fail_running(session, Run.lease_owner.in_(owners), error, INTERRUPTED)
+
+
+async def claim_silent_owners(session: AsyncSession, silent: dict[str, datetime]) -> list[str]:
+    """Of the owners whose heartbeat was seen stuck at the given beat, those still stuck.
+
+    Their rows are deleted only if the beat is still the one seen (an owner that beat
+    meanwhile is alive after all), and each dead owner is claimed by exactly one caller.
+    """
+    if not silent:
+        return []
+    stuck = or_(
+        *(
+            and_(runner_heartbeats.c.owner == owner, runner_heartbeats.c.beat_at == beat_at)
+            for owner, beat_at in silent.items()
+        )
+    )
+    rows = await session.execute(
+        delete(runner_heartbeats).where(stuck).returning(runner_heartbeats.c.owner)
+    )
+    return [owner for (owner,) in rows]
+
+
+async def beat(session: AsyncSession, owner: str) -> None:
+    """Renew this process's heartbeat row (re-created if a peer took us for dead)."""
+    now = utcnow()
+    renewed = await session.execute(
+        update(runner_heartbeats).where(runner_heartbeats.c.owner == owner).values(beat_at=now)
+    )
+    if not renewed.rowcount:
+        await session.execute(insert(runner_heartbeats).values(owner=owner, beat_at=now))
+
+
+async def read_heartbeats(session: AsyncSession) -> dict[str, datetime]:
+    rows = await session.execute(select(runner_heartbeats.c.owner, runner_heartbeats.c.beat_at))
+    return {owner: beat_at for owner, beat_at in rows}
+
+
+async def forget_heartbeat(session: AsyncSession, owner: str) -> None:
+    await session.execute(delete(runner_heartbeats).where(runner_heartbeats.c.owner == owner))

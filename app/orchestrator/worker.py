@@ -4,6 +4,11 @@ One loop: claim every eligible run (a thread's runs one at a time, in order), re
 leases of the runs it holds (learning of cancel requests from other processes on the
 way), and reap runs whose lease expired. It wakes at once when this process queues a
 run or asks a cancel (after commit), and otherwise every `runner_poll_seconds`.
+
+Beside it, a heartbeat task renews this process's `runner_heartbeats` row every
+`runner_heartbeat_seconds` and watches its peers' rows: a peer whose heartbeat stopped changing for
+`runner_heartbeat_timeout_seconds` is taken for dead and its runs are failed at once,
+instead of after their lease (which stays the backstop).
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ import contextlib
 import logging
 import os
 import socket
+from datetime import datetime
 from uuid import UUID, uuid4
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.db.models import Run
 from app.orchestrator import notify, runs
 from app.orchestrator.context import RunnerDeps
 from app.orchestrator.runner import RunExecution
@@ -41,6 +48,8 @@ class RunWorker:
         self.executions: dict[UUID, RunExecution] = {}
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task[None] | None = None
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._peers = PeerWatch(settings.runner_heartbeat_timeout_seconds)
         self._stopping = False
         self._postgres = not settings.is_sqlite
         self.finished = asyncio.Condition()  # tests and benchmarks wait on it
@@ -48,9 +57,11 @@ class RunWorker:
     # -- lifecycle -------------------------------------------------------------------
     async def start(self) -> None:
         notify.add_listener(self._on_notify)
+        await self._beat()  # our row exists before we hold any run
         await self._expire_dead_local_owners()
         await self._reap()
         self._loop_task = asyncio.create_task(self._run_loop(), name="run-worker")
+        self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name="run-heartbeat")
 
     async def stop(self) -> None:
         self._stopping = True
@@ -63,6 +74,12 @@ class RunWorker:
         tasks = [e.task for e in self.executions.values() if e.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=10)
+        if self._heartbeat_task is not None:
+            self._heartbeat_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeat_task
+        with contextlib.suppress(Exception):  # gone anyway once peers see it silent
+            await self.deps.write(lambda s: runs.forget_heartbeat(s, self.deps.owner))
         await self.deps.http.aclose()
 
     def _on_notify(self, kind: notify.Kind, object_id: UUID) -> None:
@@ -140,12 +157,71 @@ class RunWorker:
         owners = await self.deps.write(runs.running_lease_owners)
         dead = [owner for owner in owners if _is_dead_local_owner(owner, host)]
         if dead:
-            await self.deps.write(lambda s: runs.expire_leases(s, dead))
+            reaped = await self.deps.write(lambda s: runs.reap_owners(s, dead, runs.OWNER_STOPPED))
+            for run in reaped:
+                logger.warning("run %s: its process is gone, marked failed", run.id)
+
+    # -- the heartbeat ---------------------------------------------------------------
+    async def _beat(self) -> dict[str, datetime]:
+        """Renew our heartbeat and read everyone's: one short transaction."""
+
+        async def work(session: AsyncSession) -> dict[str, datetime]:
+            await runs.beat(session, self.deps.owner)
+            return await runs.read_heartbeats(session)
+
+        return await self.deps.write(work)
+
+    async def _heartbeat_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.settings.runner_heartbeat_seconds)
+            try:
+                beats = await self._beat()
+                beats.pop(self.deps.owner, None)
+                silent = self._peers.silent(beats, loop.time())
+                if silent:
+                    await self._reap_silent(silent)
+            except Exception:  # the database is unreachable: keep beating
+                # While we could not look, nobody's silence counts (they could not beat
+                # either): every peer gets a full timeout again once we can look.
+                self._peers.forget()
+                logger.warning("runner heartbeat failed", exc_info=True)
+
+    async def _reap_silent(self, silent: dict[str, datetime]) -> None:
+        async def work(session: AsyncSession) -> list[Run]:
+            dead = await runs.claim_silent_owners(session, silent)
+            return await runs.reap_owners(session, dead, runs.OWNER_SILENT)
+
+        for run in await self.deps.write(work):
+            logger.warning("run %s: its process stopped responding, marked failed", run.id)
 
     async def _reap(self) -> None:
         reaped = await self.deps.write(runs.reap_expired_runs)
         for run in reaped:
             logger.warning("run %s: lease expired, marked failed (interrupted)", run.id)
+
+
+class PeerWatch:
+    """Which peers' heartbeats stopped changing, by this process's own monotonic clock.
+
+    Beats are compared for change only, never against our wall clock: hosts' clocks may
+    disagree, our view of how long a beat stayed unchanged does not.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._seen: dict[str, tuple[datetime, float]] = {}  # owner -> (beat, first seen)
+
+    def silent(self, beats: dict[str, datetime], now: float) -> dict[str, datetime]:
+        seen: dict[str, tuple[datetime, float]] = {}
+        for owner, beat in beats.items():
+            previous = self._seen.get(owner)
+            seen[owner] = previous if previous and previous[0] == beat else (beat, now)
+        self._seen = seen
+        return {o: beat for o, (beat, since) in seen.items() if now - since >= self.timeout}
+
+    def forget(self) -> None:
+        self._seen = {}
 
 
 def _local_identity() -> str:

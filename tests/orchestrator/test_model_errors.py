@@ -35,6 +35,15 @@ async def test_authentication_error_is_not_retried(api: OrchestratorApi) -> None
     assert len(api.llm.requests) == 1
 
 
+async def test_a_stream_dropped_mid_answer_is_a_lost_connection(api: OrchestratorApi) -> None:
+    api.llm.script(Text("Half an answ", drop_after=True), Text("never reached"))
+    thread_id, run = await api.turn("hi")
+    assert run["status"] == "failed"
+    assert run["error"] == "The connection to the model provider was lost mid-answer."
+    assert len(api.llm.requests) == 1  # text was already shown: never retried
+    assert (await api.messages(thread_id))[-1]["content"] == "Half an answ"
+
+
 def test_history_is_trimmed_to_the_context_window() -> None:
     old = [
         {"role": "user", "content": "old question " * 200},

@@ -1,4 +1,3 @@
-# ruff: noqa: ASYNC109, ASYNC110 - polling another process over HTTP
 """SIGKILL the server mid-tool: after a restart nothing stays in_progress and the run failed.
 
 The server runs as a real subprocess (uvicorn) on the test database, its model pointed at
@@ -7,65 +6,15 @@ the fake server, with a slow test tool; it is killed while the tool runs.
 
 from __future__ import annotations
 
-import asyncio
-import os
 import signal
-import socket
-import subprocess
-import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.settings import PROJECT_ROOT
 from tests.conftest import make_api_user
 from tests.support.fake_llm import Call, FakeLLM, Text, ToolCalls
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _start_server(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "tests.support.orchestrator_app:create",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        cwd=PROJECT_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
-async def _until(check: Callable[[], Awaitable[Any]], timeout: float, every: float = 0.1) -> Any:
-    """Poll a condition over HTTP (another process: no in-process event to await)."""
-    async with asyncio.timeout(timeout):
-        while not (result := await check()):
-            await asyncio.sleep(every)
-        return result
-
-
-async def _ready(client: httpx.AsyncClient) -> bool:
-    try:
-        return (await client.get("/api/health")).status_code == 200
-    except httpx.TransportError:
-        return False
+from tests.support.processes import free_port, server_env, start_server, until, wait_ready
 
 
 async def test_sigkill_mid_tool_leaves_nothing_in_progress(
@@ -80,24 +29,15 @@ async def test_sigkill_mid_tool_leaves_nothing_in_progress(
     user = await make_api_user(db)
     user.agent.agent_type = "tester"
     await db.commit()
-    port = _free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "LLM_MODEL": "openai/fake-model",
-        "LLM_API_BASE": fake_llm.base_url,
-        "LLM_API_KEY": "test-key",
-        "RUN_LEASE_SECONDS": "30",  # reaped at restart anyway: its owner process is dead
-        "RUNNER_POLL_SECONDS": "0.2",
-        "AGENT_TYPES_FILE": str(agent_types_file),
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
-    server = _start_server(port, env)
+    port = free_port()
+    # reaped at restart anyway: its owner process is dead
+    env = server_env(database_url, fake_llm, agent_types_file, RUN_LEASE_SECONDS="30")
+    server = start_server(port, env)
     try:
         async with httpx.AsyncClient(
             base_url=f"http://127.0.0.1:{port}", headers=user.headers
         ) as http:
-            await _until(lambda: _ready(http), timeout=30)
+            await wait_ready(http)
             thread = (await http.post("/api/threads", json={"agent_id": str(user.agent.id)})).json()
             posted = (
                 await http.post(f"/api/threads/{thread['id']}/messages", json={"content": "go"})
@@ -108,19 +48,19 @@ async def test_sigkill_mid_tool_leaves_nothing_in_progress(
                 items = (await http.get(messages_url)).json()["items"]
                 return any((m["tool_activity"] or {}).get("status") == "in_progress" for m in items)
 
-            await _until(tool_running, timeout=15)
+            await until(tool_running, timeout=60)
             server.send_signal(signal.SIGKILL)
             server.wait(timeout=10)
 
-            server = _start_server(port, env)
-            await _until(lambda: _ready(http), timeout=30)
+            server = start_server(port, env)
+            await wait_ready(http)
             run_url = f"/api/threads/{thread['id']}/runs/{posted['run']['id']}"
 
             async def run_ended() -> dict | None:
                 run = (await http.get(run_url)).json()
                 return run if run["status"] != "running" else None
 
-            run = await _until(run_ended, timeout=15)
+            run = await until(run_ended, timeout=15)
             assert run["status"] == "failed" and "nterrupted" in run["error"]
             items = (await http.get(messages_url)).json()["items"]
             activities = [m["tool_activity"] for m in items if m["tool_activity"]]

@@ -3,7 +3,8 @@
 Tests script what the model answers, one response per request, and read back the
 requests it got (the history and tool results the model saw). Responses stream as SSE
 like OpenAI's: text in chunks, tool calls whose arguments are split across chunks,
-several calls in one turn, errors (429 with retry-after, 500) and hangs on demand.
+several calls in one turn, errors (429 with retry-after, 500), hangs and dropped
+connections on demand.
 
     async with FakeLLM() as llm:
         llm.script(Text("Hello"), ToolCalls(Call("tasks", {"action": "list"})), Text("Done"))
@@ -28,6 +29,7 @@ class Text:
     text: str
     pieces: int = 3
     hang_after: bool = False  # stream the text, then never finish (cancel tests)
+    drop_after: bool = False  # stream the text, then close the connection mid-answer
 
 
 @dataclass
@@ -172,6 +174,10 @@ class FakeLLM:
             await send({"type": "http.response.body", "body": stream, "more_body": True})
             await self._stop_hangs.wait()
             return
+        if isinstance(response, Text) and response.drop_after:
+            # returning with the body unfinished makes uvicorn close the connection
+            await send({"type": "http.response.body", "body": stream, "more_body": True})
+            return
         await send({"type": "http.response.body", "body": stream + b"data: [DONE]\n\n"})
 
     def _chunks(self, response: Text | ToolCalls, model: str) -> list[bytes]:
@@ -189,7 +195,7 @@ class FakeLLM:
         out = [sse({"role": "assistant", "content": ""})]
         out += [sse({"content": piece}) for piece in _split(response.text, response.pieces)]
         if isinstance(response, Text):
-            if not response.hang_after:
+            if not (response.hang_after or response.drop_after):
                 out.append(sse({}, "stop"))
             return out
         for index, call in enumerate(response.calls):

@@ -13,7 +13,7 @@ from app.tools.base import Tool, ToolContext, ToolResult
 from app.tools.registry import get_registry
 from app.tools.toolsets import DEFAULT_AGENT_TYPES_FILE
 
-TEST_TOOLS = ["test_echo", "test_slow", "test_timeout", "test_raise", "test_confirm"]
+TEST_TOOLS = ["test_echo", "test_slow", "test_timeout", "test_raise", "test_confirm", "test_gate"]
 
 
 class EchoParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -77,9 +77,22 @@ class ConfirmTool(Tool):
         return ToolResult.success({"done": params.note}, display_message="Done")
 
 
+class GateTool(Tool):
+    name = "test_gate"
+    description = "Wait until the test opens the gate."
+    actions: ClassVar = {"wait": WaitParams}
+    gate: ClassVar[asyncio.Event | None] = None
+
+    async def wait_action(self, ctx: ToolContext, params: WaitParams) -> ToolResult:
+        assert GateTool.gate is not None, "the test sets GateTool.gate"
+        await GateTool.gate.wait()
+        return ToolResult.success({"opened": True})
+
+
 def register_test_tools() -> None:
     registry = get_registry()
-    for tool in (EchoTool(), SlowTool(), TimeoutTool(), RaisingTool(), ConfirmTool()):
+    tools = (EchoTool(), SlowTool(), TimeoutTool(), RaisingTool(), ConfirmTool(), GateTool())
+    for tool in tools:
         if tool.name not in registry:
             registry.register(tool)
 

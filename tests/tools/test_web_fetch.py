@@ -111,7 +111,7 @@ async def test_time_cap(web: WebEnv, site, use_tools) -> None:
     policy = FetchPolicy(allowed_ports=None, read_timeout=0.2, total_timeout=0.5)
     use_tools(WebTool(resolver=web.resolver, policy=policy))
     result = await web.fetch(f"{base}/slow")
-    assert result.error_type == "user_error" and "too long" in result.error
+    assert result.error_type == "timeout" and "too long" in result.error
 
 
 async def test_unresolvable_host_and_bad_urls(web: WebEnv) -> None:

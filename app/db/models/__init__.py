@@ -4,6 +4,7 @@ from app.db.models.agent import Agent
 from app.db.models.api_token import ApiToken
 from app.db.models.memory import Memory
 from app.db.models.run import Run, RunStatus
+from app.db.models.runner_heartbeat import runner_heartbeats
 from app.db.models.task import Task
 from app.db.models.thread import Thread
 from app.db.models.thread_message import ThreadMessage
@@ -19,4 +20,5 @@ __all__ = (
     "Thread",
     "ThreadMessage",
     "User",
+    "runner_heartbeats",
 )

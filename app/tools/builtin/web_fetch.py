@@ -24,7 +24,7 @@ async def fetch_page(ctx: ToolContext, fetcher: SafeFetcher, url: str) -> ToolRe
             url=url,
         )
     except FetchFailed as exc:
-        return ToolResult.failure(str(exc), "user_error", url=url)
+        return ToolResult.failure(str(exc), exc.error_type, url=url)
     except ValueError as exc:
         return ToolResult.failure(
             str(exc),

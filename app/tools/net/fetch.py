@@ -31,6 +31,14 @@ USER_AGENT = "ToolcellsBot/1.0 (+web tool)"
 class FetchFailed(Exception):
     """The page could not be fetched for an ordinary reason (-> user_error)."""
 
+    error_type = "user_error"
+
+
+class FetchTimedOut(FetchFailed):
+    """The site did not answer in time: a timeout the model may retry, not a user error."""
+
+    error_type = "timeout"
+
 
 @dataclass(frozen=True)
 class FetchPolicy:
@@ -71,7 +79,7 @@ class SafeFetcher:
             async with asyncio.timeout(self.policy.total_timeout):
                 return await self._follow(raw_url)
         except TimeoutError:
-            raise FetchFailed(
+            raise FetchTimedOut(
                 f"The page did not load within {self.policy.total_timeout:g} seconds."
             ) from None
 
@@ -145,7 +153,7 @@ class SafeFetcher:
                     truncated=truncated,
                 )
         except httpx.TimeoutException:
-            raise FetchFailed(f"{target.host} took too long to answer.") from None
+            raise FetchTimedOut(f"{target.host} took too long to answer.") from None
         except httpx.HTTPError as exc:
             raise FetchFailed(
                 f"Could not fetch from {target.host} ({type(exc).__name__})."
@@ -166,4 +174,11 @@ class SafeFetcher:
         return b"".join(chunks), False
 
 
-__all__ = ("FetchBlocked", "FetchFailed", "FetchPolicy", "RawPage", "SafeFetcher")
+__all__ = (
+    "FetchBlocked",
+    "FetchFailed",
+    "FetchPolicy",
+    "FetchTimedOut",
+    "RawPage",
+    "SafeFetcher",
+)

@@ -1,0 +1,75 @@
+"""A peer's runs end within seconds of its death, long before their 30 s lease expires.
+
+Two server processes share the test database. The first runs a slow tool and is killed
+with SIGKILL; the second sees the first's heartbeat stop and fails its run and closes the
+open cell within a few seconds (the lease alone would take 30). The second claims no runs
+(`RUNNER_MAX_CONCURRENT_RUNS=0`: its heartbeat and reaper still run), so the run is
+surely the first's and both can start at once.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tests.conftest import make_api_user
+from tests.support.fake_llm import Call, FakeLLM, Text, ToolCalls
+from tests.support.processes import free_port, server_env, start_server, until, wait_ready
+
+
+async def test_a_surviving_peer_ends_the_cells_of_a_killed_one_within_seconds(
+    database_url: str,
+    db: AsyncSession,
+    fake_llm: FakeLLM,
+    agent_types_file: Path,
+    client: httpx.AsyncClient,
+) -> None:
+    fake_llm.reset()
+    fake_llm.script(ToolCalls(Call("test_slow", {"action": "wait", "seconds": 120})), Text("never"))
+    user = await make_api_user(db)
+    user.agent.agent_type = "tester"
+    await db.commit()
+    env = server_env(database_url, fake_llm, agent_types_file, RUN_LEASE_SECONDS="30")
+    port_a, port_b = free_port(), free_port()
+    doomed = start_server(port_a, env)
+    survivor = start_server(port_b, {**env, "RUNNER_MAX_CONCURRENT_RUNS": "0"})
+    try:
+        async with (
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{port_a}", headers=user.headers) as a,
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{port_b}", headers=user.headers) as b,
+        ):
+            await wait_ready(a)
+            await wait_ready(b)
+            thread = (await a.post("/api/threads", json={"agent_id": str(user.agent.id)})).json()
+            posted = (
+                await a.post(f"/api/threads/{thread['id']}/messages", json={"content": "go"})
+            ).json()
+            messages_url = f"/api/threads/{thread['id']}/messages"
+
+            async def tool_running() -> bool:
+                items = (await a.get(messages_url)).json()["items"]
+                return any((m["tool_activity"] or {}).get("status") == "in_progress" for m in items)
+
+            await until(tool_running, timeout=60)
+            doomed.send_signal(signal.SIGKILL)
+            doomed.wait(timeout=10)
+
+            run_url = f"/api/threads/{thread['id']}/runs/{posted['run']['id']}"
+
+            async def run_ended() -> dict | None:
+                run = (await b.get(run_url)).json()
+                return run if run["status"] != "running" else None
+
+            run = await until(run_ended, timeout=8)  # the lease has 30 s left
+            assert run["status"] == "failed"
+            assert run["error"] == "Interrupted: the process running this run stopped responding."
+            items = (await b.get(messages_url)).json()["items"]
+            cell = next(m["tool_activity"] for m in items if m["tool_activity"])
+            assert cell["status"] == "failure" and cell["error_type"] == "system_error"
+    finally:
+        for server in (doomed, survivor):
+            server.kill()
+            server.wait(timeout=10)
