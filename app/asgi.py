@@ -18,7 +18,11 @@ from app.db.config import build_sqlalchemy_config
 from app.db.schema import schema_lifespan
 from app.lib.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
 from app.lib.health import health
-from app.lib.openapi import OptionalLiteralSchemaPlugin, StrictStructSchemaPlugin
+from app.lib.openapi import (
+    OptionalLiteralSchemaPlugin,
+    StrictStructSchemaPlugin,
+    SwiftReadyOpenAPIConfig,
+)
 from app.lib.problems import problem_details_plugin
 from app.orchestrator.plugin import OrchestratorPlugin
 from app.realtime.channels import RealtimeChannels
@@ -48,7 +52,7 @@ ROUTES = [
 
 
 def openapi_config() -> OpenAPIConfig:
-    return OpenAPIConfig(
+    return SwiftReadyOpenAPIConfig(
         title="Toolcells API",
         version="1.0.0",
         description=(
