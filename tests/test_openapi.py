@@ -6,8 +6,10 @@ import json
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from app.lib.openapi import SWIFT_REJECTED_FORMS, swift_rejected_forms
+from app.lib.openapi_docs import OPERATION_SUMMARIES, SCHEMA_EXAMPLES
 from app.openapi_export import OPENAPI_FILE, generate_openapi
 
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
@@ -167,3 +169,21 @@ def test_nullable_fields_keep_their_type(document: dict[str, Any]) -> None:
         "type": ["string", "null"],
         "format": "date-time",
     }
+
+
+def test_every_operation_has_a_summary_saying_what_it_does(document: dict[str, Any]) -> None:
+    ids = {op["operationId"] for _, _, op in _operations(document)}
+    assert set(OPERATION_SUMMARIES) == ids, "app/lib/openapi_docs.py: summaries out of date"
+    for method, path, operation in _operations(document):
+        summary = operation.get("summary", "")
+        assert summary and summary != operation["operationId"], (method, path, summary)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMA_EXAMPLES))
+def test_schema_examples_are_valid_instances(document: dict[str, Any], name: str) -> None:
+    [example] = document["components"]["schemas"][name]["examples"]
+    # The $refs inside the schema resolve against this root, as in the document.
+    root = {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
+    validator = Draft202012Validator(root, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(example)]
+    assert not errors, errors

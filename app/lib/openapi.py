@@ -25,6 +25,8 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import OpenAPI, OpenAPIType, Schema
 from litestar.plugins import OpenAPISchemaPlugin
 
+from app.lib.openapi_docs import documented
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -183,11 +185,12 @@ def swift_ready(node: Any) -> Any:
 
 class _SwiftReadyOpenAPI(OpenAPI):
     def to_schema(self) -> dict[str, Any]:
-        return swift_ready(super().to_schema())
+        return documented(swift_ready(super().to_schema()))
 
 
 class SwiftReadyOpenAPIConfig(OpenAPIConfig):
-    """Serves (and exports) the document rewritten by `swift_ready`."""
+    """Serves (and exports) the document with summaries and examples (`documented`), in
+    the forms `swift_ready` writes."""
 
     def to_openapi_schema(self) -> OpenAPI:
         base = super().to_openapi_schema()
