@@ -20,7 +20,11 @@ from app.db.schema import schema_lifespan
 from app.db.session import session_dependency
 from app.lib.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
 from app.lib.health import health
-from app.lib.openapi import OptionalLiteralSchemaPlugin, StrictStructSchemaPlugin
+from app.lib.openapi import (
+    OptionalLiteralSchemaPlugin,
+    StrictStructSchemaPlugin,
+    SwiftReadyOpenAPIConfig,
+)
 from app.lib.problems import problem_details_plugin
 from app.lib.requests import ApiRequest
 from app.lib.security import add_security_headers
@@ -53,7 +57,7 @@ ROUTES = [
 
 
 def openapi_config() -> OpenAPIConfig:
-    return OpenAPIConfig(
+    return SwiftReadyOpenAPIConfig(
         title="Toolcells API",
         version="1.0.0",
         description=(

@@ -6,7 +6,10 @@ import json
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
+from app.lib.openapi import SWIFT_REJECTED_FORMS, swift_rejected_forms
+from app.lib.openapi_docs import OPERATION_SUMMARIES, SCHEMA_EXAMPLES
 from app.openapi_export import OPENAPI_FILE, generate_openapi
 
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
@@ -109,7 +112,8 @@ def test_integers_are_bounded(document: dict[str, Any]) -> None:
         # A bound on a `oneOf: [integer, null]` parent applies to its integer branch.
         if isinstance(node, dict):
             bounded = bounded or "maximum" in node
-            if node.get("type") == "integer":
+            kind = node.get("type")
+            if kind == "integer" or (isinstance(kind, list) and "integer" in kind):
                 assert bounded or "enum" in node, where
             for key, value in node.items():
                 walk(value, f"{where}/{key}", bounded and key in ("oneOf", "anyOf"))
@@ -125,20 +129,61 @@ def test_integers_are_bounded(document: dict[str, Any]) -> None:
             walk(schema, name)
 
 
-def test_nullable_enums_are_one_of(document: dict[str, Any]) -> None:
-    """`type: [null, string]` with an enum makes client generators emit several duplicate
-    enum classes per field; app.lib.openapi renders `oneOf: [enum, null]` instead."""
-    found: list[str] = []
+def test_no_schema_is_in_a_form_swift_generators_reject(document: dict[str, Any]) -> None:
+    """Forms on app.lib.openapi.SWIFT_REJECTED_FORMS lose properties in generated Swift."""
+    found = swift_rejected_forms(document)
+    assert not found, [f"{where}: {SWIFT_REJECTED_FORMS[form]}" for where, form in found]
 
-    def walk(node: Any, where: str) -> None:
-        if isinstance(node, dict):
-            if isinstance(node.get("type"), list) and "enum" in node:
-                found.append(where)
-            for key, value in node.items():
-                walk(value, f"{where}/{key}")
-        elif isinstance(node, list):
-            for value in node:
-                walk(value, where)
 
-    walk(document, "")
-    assert not found, found
+@pytest.mark.parametrize(
+    ("schema", "form"),
+    [
+        ({"oneOf": [{"type": "string"}, {"type": "null"}]}, "oneof-null"),
+        ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, "anyof-null-typed"),
+        ({"allOf": [{"$ref": "#/components/schemas/X"}, {"type": "null"}]}, "null-member-allof"),
+        ({"type": ["string", "null"], "enum": ["a", "b"]}, "enum-without-null"),
+        ({"oneOf": [{"type": "string"}]}, "single-oneof"),
+        ({"type": "string", "nullable": True}, "nullable-keyword"),
+    ],
+)
+def test_the_rejected_form_check_finds_each_form(schema: dict[str, Any], form: str) -> None:
+    document = {"components": {"schemas": {"Thing": {"properties": {"field": schema}}}}}
+    assert swift_rejected_forms(document) == [("#/components/schemas/Thing/properties/field", form)]
+
+
+def test_nullable_fields_keep_their_type(document: dict[str, Any]) -> None:
+    """What Litestar wrote as `oneOf: [X, null]` keeps X, in a form Swift generators read."""
+    schemas = document["components"]["schemas"]
+    message = schemas["ThreadMessageRead"]["properties"]
+    assert message["content"] == {"type": ["string", "null"]}
+    assert message["run_id"] == {"type": ["string", "null"], "format": "uuid"}
+    # A nullable $ref has no type-array form: anyOf, the one exception of the check above.
+    assert message["tool_activity"] == {
+        "anyOf": [{"$ref": "#/components/schemas/ToolActivity"}, {"type": "null"}]
+    }
+    assert "tool_activity" in schemas["ThreadMessageRead"]["required"]
+    error_type = schemas["ToolActivity"]["properties"]["error_type"]
+    assert error_type["type"] == ["string", "null"]
+    assert error_type["enum"][-1] is None and "timeout" in error_type["enum"]
+    assert schemas["RunRead"]["properties"]["finished_at"] == {
+        "type": ["string", "null"],
+        "format": "date-time",
+    }
+
+
+def test_every_operation_has_a_summary_saying_what_it_does(document: dict[str, Any]) -> None:
+    ids = {op["operationId"] for _, _, op in _operations(document)}
+    assert set(OPERATION_SUMMARIES) == ids, "app/lib/openapi_docs.py: summaries out of date"
+    for method, path, operation in _operations(document):
+        summary = operation.get("summary", "")
+        assert summary and summary != operation["operationId"], (method, path, summary)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMA_EXAMPLES))
+def test_schema_examples_are_valid_instances(document: dict[str, Any], name: str) -> None:
+    [example] = document["components"]["schemas"][name]["examples"]
+    # The $refs inside the schema resolve against this root, as in the document.
+    root = {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
+    validator = Draft202012Validator(root, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(example)]
+    assert not errors, errors

@@ -1,21 +1,35 @@
-"""OpenAPI generation tweaks for request-body Structs.
+"""OpenAPI generation tweaks: strict request bodies, nullability Swift generators read.
 
 Litestar leaves two things out of the schema of a msgspec Struct that the decoder
 enforces: `forbid_unknown_fields` (we document `additionalProperties: false`) and length
 constraints on the items of a list (`list[Annotated[str, Meta(min_length=1)]]`). A client
 or fuzzer that trusts the spec would then send bodies we reject.
+
+Litestar documents `X | None` as `oneOf: [X, {type: null}]`. Apple's
+swift-openapi-generator skips any schema with a `{type: null}` member (its issues #286,
+#817, #950) and so drops the property from the generated struct. `SwiftReadyOpenAPIConfig`
+rewrites the finished document, in one pass, into the forms swift-openapi-generator,
+openapi-generator (swift6) and openapi-python-client all read: `type: [T, "null"]`, with
+null among an `enum`'s values. Only a nullable `$ref` has no such form: it becomes
+`anyOf: [{$ref}, {type: null}]`. `SWIFT_REJECTED_FORMS` lists what the tests forbid.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 import msgspec
 from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
-from litestar.openapi.spec import OpenAPIType, Schema
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import OpenAPI, OpenAPIType, Schema
 from litestar.plugins import OpenAPISchemaPlugin
 
+from app.lib.openapi_docs import documented
+
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from litestar._openapi.schema_generation import SchemaCreator
     from litestar.typing import FieldDefinition
 
@@ -98,6 +112,7 @@ class OptionalLiteralSchemaPlugin(OpenAPISchemaPlugin):
 
     Litestar renders it as `type: [null, string], enum: [a, b, null]`, from which
     openapi-python-client (and other generators) make several duplicate enum classes.
+    `swift_ready` then writes it as `type: [string, null], enum: [a, b, null]`.
     """
 
     def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
@@ -117,3 +132,118 @@ class OptionalLiteralSchemaPlugin(OpenAPISchemaPlugin):
             else Schema(type=kind, const=values[0])
         )
         return Schema(one_of=[enum, Schema(type=OpenAPIType.NULL)]) if nullable else enum
+
+
+NULL_SCHEMA = {"type": "null"}
+
+
+def _null_type(member: dict[str, Any]) -> dict[str, Any] | None:
+    """`member` (one plain schema) with null added to its type, or None if it has no type."""
+    kind = member.get("type")
+    if not isinstance(kind, str) or {"oneOf", "anyOf", "allOf", "$ref"} & member.keys():
+        return None
+    result = {**member, "type": [kind, "null"]}
+    if "const" in result:
+        result["enum"] = [result.pop("const")]
+    if "enum" in result and None not in result["enum"]:
+        result["enum"] = [*result["enum"], None]
+    return result
+
+
+def _swift_ready_schema(node: dict[str, Any]) -> dict[str, Any]:
+    for key in ("oneOf", "anyOf"):
+        members = node.get(key)
+        if not isinstance(members, list):
+            continue
+        rest = {k: v for k, v in node.items() if k != key}
+        others = [m for m in members if m != NULL_SCHEMA]
+        admits_null = len(others) < len(members)
+        if len(others) == 1 and not admits_null:  # `X | UnsetType` leaves `oneOf: [X]`
+            return {**others[0], **rest}
+        if len(others) == 1 and (typed := _null_type(others[0])) is not None:
+            return {**typed, **rest}
+        if admits_null:  # a `$ref` or several schemas: no type-array form exists
+            return {**rest, "anyOf": [*others, NULL_SCHEMA]}
+    kind = node.get("type")
+    if isinstance(kind, list) and "null" in kind:
+        # Litestar's own `type: [null, string]`: null last, and admitted by the enum.
+        node = {**node, "type": [*(k for k in kind if k != "null"), "null"]}
+        if "enum" in node and None not in node["enum"]:
+            node["enum"] = [*node["enum"], None]
+    return node
+
+
+def swift_ready(node: Any) -> Any:
+    """The OpenAPI document `node` with every schema in a form Swift generators read."""
+    if isinstance(node, dict):
+        node = _swift_ready_schema(node)
+        return {key: swift_ready(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [swift_ready(value) for value in node]
+    return node
+
+
+class _SwiftReadyOpenAPI(OpenAPI):
+    def to_schema(self) -> dict[str, Any]:
+        return documented(swift_ready(super().to_schema()))
+
+
+class SwiftReadyOpenAPIConfig(OpenAPIConfig):
+    """Serves (and exports) the document with summaries and examples (`documented`), in
+    the forms `swift_ready` writes."""
+
+    def to_openapi_schema(self) -> OpenAPI:
+        base = super().to_openapi_schema()
+        return _SwiftReadyOpenAPI(**{f.name: getattr(base, f.name) for f in fields(base)})
+
+
+# Schema forms Swift client generators mis-read, and where that is documented; the tests
+# walk the exported document and fail on any of them.
+SWIFT_REJECTED_FORMS: dict[str, str] = {
+    "oneof-null": "`oneOf` with a `{type: null}` member: swift-openapi-generator skips the "
+    "whole property (apple/swift-openapi-generator#286, #817, #950)",
+    "anyof-null-typed": "`anyOf` of a typed schema and `{type: null}`: skipped like oneOf "
+    "(#817); `type: [T, null]` says the same and is read",
+    "null-member-allof": '`{type: null}` inside `allOf`: \'Schema "null" is not '
+    "supported ... skipping' (#553)",
+    "enum-without-null": "`type: [T, null]` whose `enum` lacks null: the enum forbids the "
+    "null the type admits; generated decoders fail on it",
+    "single-oneof": "`oneOf` with a single member: generated as a one-case enum wrapper "
+    "instead of the member's type",
+    "nullable-keyword": "`nullable: true` is OpenAPI 3.0; 3.1 readers ignore it",
+}
+
+
+def _nodes(node: Any, path: str = "#") -> Iterator[tuple[str, dict[str, Any]]]:
+    if isinstance(node, dict):
+        yield path, node
+        for key, value in node.items():
+            yield from _nodes(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _nodes(value, f"{path}/{index}")
+
+
+def _rejected_forms_of(node: dict[str, Any]) -> Iterator[str]:
+    one_of, any_of, all_of = node.get("oneOf"), node.get("anyOf"), node.get("allOf")
+    if isinstance(one_of, list) and NULL_SCHEMA in one_of:
+        yield "oneof-null"
+    if isinstance(one_of, list) and len(one_of) == 1:
+        yield "single-oneof"
+    # A nullable `$ref` is the one exception: no other form exists for it.
+    if isinstance(any_of, list) and NULL_SCHEMA in any_of:
+        typed = [m for m in any_of if m != NULL_SCHEMA and set(m) != {"$ref"}]
+        if typed:
+            yield "anyof-null-typed"
+    if isinstance(all_of, list) and NULL_SCHEMA in all_of:
+        yield "null-member-allof"
+    kind = node.get("type")
+    if isinstance(kind, list) and "null" in kind and None not in node.get("enum", [None]):
+        yield "enum-without-null"
+    if node.get("nullable") is True:
+        yield "nullable-keyword"
+
+
+def swift_rejected_forms(document: dict[str, Any]) -> list[tuple[str, str]]:
+    """(JSON pointer, form) for every schema of `document` on `SWIFT_REJECTED_FORMS`."""
+    return [(path, form) for path, node in _nodes(document) for form in _rejected_forms_of(node)]

@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import msgspec
 
 
+def served_time(value: datetime) -> datetime:
+    """`value` in UTC with whole seconds: encoded `YYYY-MM-DDTHH:MM:SSZ`.
+
+    Swift's `JSONDecoder.dateDecodingStrategy = .iso8601` rejects fractional seconds, so
+    no response or websocket frame carries them. Naive values are UTC (SQLite drops the
+    zone). Stored values keep their precision: cursors and ordering read the rows.
+    """
+    aware = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return aware.replace(microsecond=0)
+
+
 class Schema(msgspec.Struct, kw_only=True):
-    """A response body."""
+    """A response body. Its datetime fields are served with whole seconds (`served_time`)."""
+
+    def __post_init__(self) -> None:
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if isinstance(value, datetime):
+                msgspec.structs.force_setattr(self, name, served_time(value))
 
 
 class Input(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

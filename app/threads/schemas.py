@@ -35,6 +35,14 @@ class ToolActivity(Schema):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     expires_at: datetime | None = None
+    duration_ms: int | None = None  # once finished: finished_at - started_at
+
+    def __post_init__(self) -> None:
+        # From the stored times, before the base class serves them in whole seconds.
+        if self.duration_ms is None and self.started_at and self.finished_at:
+            elapsed = self.finished_at - self.started_at
+            self.duration_ms = max(0, round(elapsed.total_seconds() * 1000))
+        super().__post_init__()
 
 
 class ThreadMessageRead(Schema):

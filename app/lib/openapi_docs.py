@@ -1,0 +1,107 @@
+"""Operation summaries and schema examples of the OpenAPI document, in one table each.
+
+Kept here rather than on the handlers so that the document's wording is reviewed in one
+place; tests/test_openapi.py fails when an operation has no summary or a summary or
+example names an operation or schema that no longer exists, and validates every example
+against its schema. Summaries are what generated clients and Swagger UI show per call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+OPERATION_SUMMARIES: dict[str, str] = {
+    "ListAgents": "List the agents you can start threads with",
+    "CreateAgent": "Create an agent",
+    "GetAgent": "Get an agent",
+    "UpdateAgent": "Change an agent's name, prompt, model or tools",
+    "CreateToken": "Sign in: exchange email and password for a bearer token",
+    "RevokeToken": "Sign out: revoke the token of this request",
+    "GetHealth": "Check the service and its database are up",
+    "GetMe": "Get the signed-in user",
+    "ListTasks": "List your tasks, newest first",
+    "UpdateTask": "Rename, annotate, complete or reopen a task",
+    "ListThreads": "List your threads, most recent activity first",
+    "CreateThread": "Start a thread with an agent",
+    "GetThread": "Get a thread and its active run",
+    "UpdateThread": "Rename a thread",
+    "DeleteThread": "Delete a thread and its messages",
+    "ListMessages": "Page through a thread's messages, or fetch the changes after a seq",
+    "PostMessage": "Send a message; the agent answers in a new run",
+    "GetMessage": "Get one message with its tool activity",
+    "DecideApproval": "Approve or deny a tool call that awaits approval",
+    "GetRun": "Get a run's status",
+    "CancelRun": "Cancel a queued or running run",
+    "ListTools": "List the tools agents can call and how the app shows them",
+}
+
+_THREAD_ID = "7c0e3b5e-2f4d-4c51-9a6e-0d3b8f1a2c44"
+_RUN_ID = "f1a9d2c3-8b7e-4d6f-a5c4-3b2a1e0f9d8c"
+_TOOL_ACTIVITY = {
+    "id": "call_8f2k",
+    "name": "create_task",
+    "status": "success",
+    "input": {"title": "Book dentist", "due_at": "2026-03-02T09:00:00Z"},
+    "data": {"task_id": "0b6a5c1e-4d3f-4e2a-9c8b-7a6f5e4d3c2b"},
+    "display_message": "Created task “Book dentist”",
+    "error": None,
+    "error_type": None,
+    "started_at": "2026-03-01T10:15:02Z",
+    "finished_at": "2026-03-01T10:15:03Z",
+    "expires_at": None,
+    "duration_ms": 412,
+}
+
+SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {
+    "ToolActivity": _TOOL_ACTIVITY,
+    "ThreadMessageRead": {
+        "id": "5d7e9f1a-3b2c-4d5e-8f6a-1b2c3d4e5f6a",
+        "thread_id": _THREAD_ID,
+        "run_id": _RUN_ID,
+        "position": 2,
+        "seq": 3,
+        "role": "tool",
+        "content": None,
+        "is_user_facing": True,
+        "client_message_id": None,
+        "tool_activity": _TOOL_ACTIVITY,
+        "created_at": "2026-03-01T10:15:02Z",
+        "updated_at": "2026-03-01T10:15:03Z",
+    },
+    "RunRead": {
+        "id": _RUN_ID,
+        "thread_id": _THREAD_ID,
+        "status": "completed",
+        "error": None,
+        "trigger_message_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+        "created_at": "2026-03-01T10:15:00Z",
+        "started_at": "2026-03-01T10:15:01Z",
+        "finished_at": "2026-03-01T10:15:05Z",
+    },
+    "ThreadRead": {
+        "id": _THREAD_ID,
+        "title": "Errands",
+        "agent_id": "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b",
+        "last_seq": 4,
+        "active_run_id": None,
+        "created_at": "2026-03-01T10:14:40Z",
+        "updated_at": "2026-03-01T10:15:05Z",
+    },
+    "MessageCreate": {
+        "content": "Remind me to book the dentist on Monday",
+        "client_message_id": "ios-4F1C2A",
+    },
+}
+
+
+def documented(document: dict[str, Any]) -> dict[str, Any]:
+    """`document` with the summaries and examples above filled in."""
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            if isinstance(operation, dict) and operation.get("operationId") in OPERATION_SUMMARIES:
+                operation["summary"] = OPERATION_SUMMARIES[operation["operationId"]]
+    schemas = document.get("components", {}).get("schemas", {})
+    for name, example in SCHEMA_EXAMPLES.items():
+        if name in schemas:
+            schemas[name]["examples"] = [example]
+    return document

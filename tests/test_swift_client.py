@@ -1,0 +1,95 @@
+"""openapi-generator's `swift6` generator turns openapi/openapi.json into the models an iOS
+app would use; every property of the tool-cell schemas must come out, with its type.
+
+The generator is the jar bundled by the `openapi-generator-cli` dev dependency; it needs a
+Java runtime. Without one the test fails (CI installs Java) rather than skipping.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.openapi_export import OPENAPI_FILE
+
+pytestmark = pytest.mark.slow
+
+# The component schemas of a tool cell: the message, its activity, and the run it is in.
+CELL_SCHEMAS = ("ThreadMessageRead", "ToolActivity", "RunRead")
+GENERATOR = Path(sys.executable).with_name("openapi-generator-cli")
+# `case toolActivity = "tool_activity"` or, when the names agree, `case status`.
+CODING_KEY = re.compile(r'^\s+case (\w+)(?: = "([^"]+)")?$', re.MULTILINE)
+PROPERTY = re.compile(r"^\s+public var (\w+): (.+)$", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory of generated Swift model files."""
+    if shutil.which("java") is None:
+        pytest.fail(
+            "openapi-generator needs a Java runtime (JRE 11+): install one, e.g. "
+            "`apt-get install openjdk-17-jre-headless`"
+        )
+    out = tmp_path_factory.mktemp("swift")
+    result = subprocess.run(
+        [
+            str(GENERATOR),
+            "generate",
+            "-g",
+            "swift6",
+            "-i",
+            str(OPENAPI_FILE),
+            "-o",
+            str(out),
+            "--global-property",
+            "models,modelDocs=false,modelTests=false",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    [models_dir] = list(out.glob("Sources/*/Models"))
+    return models_dir
+
+
+def _swift_properties(source: str) -> dict[str, str]:
+    """JSON name -> declared Swift type, read from a generated model struct."""
+    declared = dict(PROPERTY.findall(source))
+    keys = source[source.index("enum CodingKeys") :]
+    keys = keys[: keys.index("}")]
+    return {json or swift: declared[swift] for swift, json in CODING_KEY.findall(keys)}
+
+
+def _is_nullable(schema: dict[str, Any]) -> bool:
+    kind = schema.get("type")
+    return (isinstance(kind, list) and "null" in kind) or {"type": "null"} in schema.get(
+        "anyOf", []
+    )
+
+
+@pytest.mark.parametrize("name", CELL_SCHEMAS)
+def test_every_property_is_generated_with_its_optionality(models: Path, name: str) -> None:
+    schema = json.loads(OPENAPI_FILE.read_text())["components"]["schemas"][name]
+    properties = _swift_properties((models / f"{name}.swift").read_text())
+    assert set(properties) == set(schema["properties"])
+    for field, field_schema in schema["properties"].items():
+        optional = _is_nullable(field_schema) or field not in schema.get("required", ())
+        assert properties[field].endswith("?") == optional, (field, properties[field])
+
+
+def test_tool_activity_is_typed_as_the_tool_activity_model(models: Path) -> None:
+    message = _swift_properties((models / "ThreadMessageRead.swift").read_text())
+    assert message["tool_activity"] == "ToolActivity?"
+    activity = (models / "ToolActivity.swift").read_text()
+    assert _swift_properties(activity)["status"] == "Status"
+    assert 'case inProgress = "in_progress"' in activity
+    assert _swift_properties(activity)["error_type"] == "ErrorType?"
+    assert 'case timeout = "timeout"' in activity
