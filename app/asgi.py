@@ -28,6 +28,7 @@ from app.lib.openapi import (
 from app.lib.problems import problem_details_plugin
 from app.lib.requests import ApiRequest
 from app.lib.security import add_security_headers
+from app.orchestrator.approval_controller import ApprovalController
 from app.orchestrator.plugin import OrchestratorPlugin
 from app.realtime.channels import RealtimeChannels
 from app.realtime.socket import realtime_socket
@@ -40,6 +41,7 @@ from app.tools.controllers import ToolController
 from app.tools.registry import get_registry
 from app.tools.toolsets import load_agent_types
 
+# Every route of the app, in one place.
 ROUTES = [
     health,
     AuthController,
@@ -47,6 +49,7 @@ ROUTES = [
     AgentController,
     ThreadController,
     MessageController,
+    ApprovalController,
     RunController,
     TaskController,
     realtime_socket,

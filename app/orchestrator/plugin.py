@@ -12,7 +12,6 @@ from litestar.plugins import InitPluginProtocol
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from app.db.config import build_runner_engine
-from app.orchestrator.approval_controller import ApprovalController
 from app.settings import Settings
 
 
@@ -24,7 +23,6 @@ class OrchestratorPlugin(InitPluginProtocol):
         self.settings, self.db_config = settings, db_config
 
     def on_app_init(self, app_config: AppConfig) -> AppConfig:
-        app_config.route_handlers.append(ApprovalController)
         if self.settings.runner_enabled:
             app_config.lifespan.append(self._run_worker)
         return app_config
