@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any
 
 from app.db.models import Agent
-from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
+from app.orchestrator.context import LoopSpec
 from app.orchestrator.history import DEFAULT_SYSTEM_PROMPT
 from app.orchestrator.llm import LLMError
 from app.orchestrator.tool_calls import PlannedCall
+from app.settings import Settings
 from app.tools.base import ToolResult
 from app.tools.toolsets import AgentTypeConfig, effective_tools, get_agent_type
 
 FALLBACK_TYPE = AgentTypeConfig(name="default", tools=[])
-Loop = Callable[
-    [RunState, LoopSpec, list[dict[str, Any]]], Awaitable[tuple[str | None, str | None]]
-]
+Outcome = tuple[str | None, str | None]  # (final text, note when the loop was stopped)
 
 
 def delegate_tool_name(agent_name: str) -> str:
@@ -54,9 +54,18 @@ def delegate_definition(name: str, agent: Agent) -> dict[str, Any]:
     }
 
 
-async def run_specialist(
-    loop: Loop, state: RunState, deps: RunnerDeps, planned: PlannedCall, specialist: Agent
-) -> ToolResult:
+@dataclass
+class Assignment:
+    """A specialist's loop for one delegated call: the runner runs it in its own state."""
+
+    specialist: Agent
+    spec: LoopSpec
+    history: list[dict[str, Any]]
+    timeout: float
+
+
+def assign(planned: PlannedCall, specialist: Agent, settings: Settings) -> Assignment | ToolResult:
+    """The specialist's loop for this call, or the self-correcting error of a bad call."""
     question = (planned.input or {}).get("message")
     if not isinstance(question, str) or not question.strip():
         return ToolResult.failure(
@@ -80,19 +89,20 @@ async def run_specialist(
         {"role": "system", "content": specialist.system_prompt or DEFAULT_SYSTEM_PROMPT},
         {"role": "user", "content": question},
     ]
-    timeout = min(config.run_timeout_seconds, deps.settings.delegation_timeout_seconds)
+    timeout = min(config.run_timeout_seconds, settings.delegation_timeout_seconds)
+    return Assignment(specialist=specialist, spec=spec, history=history, timeout=timeout)
+
+
+async def answer(assignment: Assignment, outcome: Awaitable[Outcome]) -> ToolResult:
+    """The delegating call's result: the specialist's answer, or why there is none."""
+    name, timeout = assignment.specialist.name, assignment.timeout
     try:
         async with asyncio.timeout(timeout):
-            text, note = await loop(state, spec, history)
+            text, note = await outcome
     except TimeoutError:
-        return ToolResult.failure(
-            f"{specialist.name} did not answer within {timeout:g} seconds.", "timeout"
-        )
+        return ToolResult.failure(f"{name} did not answer within {timeout:g} seconds.", "timeout")
     except LLMError as exc:
-        return ToolResult.failure(
-            f"{specialist.name} could not answer: {exc.message}", "system_error"
-        )
+        return ToolResult.failure(f"{name} could not answer: {exc.message}", "system_error")
     return ToolResult.success(
-        {"answer": text or note or "", "agent_name": specialist.name},
-        display_message=f"{specialist.name} answered",
+        {"answer": text or note or "", "agent_name": name}, display_message=f"{name} answered"
     )

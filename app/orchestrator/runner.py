@@ -20,13 +20,13 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent, Run, RunStatus, ThreadMessage
-from app.orchestrator import runs
+from app.orchestrator import delegation, runs
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.delegation import (
     FALLBACK_TYPE,
+    Outcome,
     delegate_definition,
     delegate_tool_name,
-    run_specialist,
 )
 from app.orchestrator.history import load_history
 from app.orchestrator.llm import LLMError, ModelTurn, context_window, fit_to_context, stream_turn
@@ -44,7 +44,6 @@ from app.tools.registry import get_registry
 from app.tools.toolsets import effective_tools, get_agent_type
 
 logger = logging.getLogger(__name__)
-Outcome = tuple[str | None, str | None]  # (final text, note when the loop was stopped)
 
 
 async def _ignore_text(_: str) -> None:
@@ -324,7 +323,11 @@ class RunExecution:
         """Run one turn's calls; a delegated call runs the specialist in this run's state."""
 
         async def delegate(call: PlannedCall, specialist: Agent) -> ToolResult:
-            return await run_specialist(self._loop, state, self.deps, call, specialist)
+            assignment = delegation.assign(call, specialist, self.deps.settings)
+            if isinstance(assignment, ToolResult):
+                return assignment
+            specialist_loop = self._loop(state, assignment.spec, assignment.history)
+            return await delegation.answer(assignment, specialist_loop)
 
         return await ToolCallRunner(self.deps, state, delegate).run_all(spec, planned)
 
