@@ -15,6 +15,8 @@ retryable signal (the websocket); everything else stays an internal error. The s
 
 from __future__ import annotations
 
+import sys
+
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
@@ -50,4 +52,10 @@ def is_database_unavailable(exc: BaseException) -> bool:
     return _unavailable_by_code(_driver_error(exc))
 
 
-__all__ = ("PoolTimeoutError", "is_database_unavailable")
+def database_unavailable_now() -> bool:
+    """Inside an `except` block: whether the exception being handled is such an error."""
+    handled = sys.exc_info()[1]
+    return handled is not None and is_database_unavailable(handled)
+
+
+__all__ = ("PoolTimeoutError", "database_unavailable_now", "is_database_unavailable")

@@ -20,6 +20,7 @@ import msgspec
 from litestar.connection import WebSocket
 from litestar.types import ReceiveMessage
 
+from app.db.errors import database_unavailable_now
 from app.realtime.channels import RealtimeChannels
 from app.realtime.events import (
     CLIENT_FRAME_TYPES,
@@ -135,7 +136,9 @@ class Connection:
         self.close(CLOSE_UNAUTHORIZED)
 
     def abort_slow_or_broken(self) -> None:
-        self.close(1011)
+        """Close after a failure (called in an `except` block): 4429 when the database is
+        unavailable right now (the client resumes from its last seq later), else 1011."""
+        self.close(CLOSE_TOO_SLOW if database_unavailable_now() else 1011)
 
     def forget(self, subscription: ThreadSubscription) -> None:
         if self.subscriptions.get(subscription.thread_id) is subscription:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from litestar import WebSocket, websocket
 
 from app.accounts.deps import bearer_token
+from app.db.errors import database_unavailable_now
 from app.lib.security import token_digest
 from app.realtime.channels import RealtimeChannels
 from app.realtime.connection import Connection
-from app.realtime.events import CLOSE_UNAUTHORIZED
+from app.realtime.events import CLOSE_TOO_SLOW, CLOSE_UNAUTHORIZED
 
 
 @websocket("/api/ws", name="realtime_socket")
@@ -23,7 +24,13 @@ async def realtime_socket(socket: WebSocket, channels: RealtimeChannels) -> None
     await socket.accept()
     user_id = None
     if token and len(token) <= 200:
-        user_id = await channels.store.user_id_for_token(token)
+        try:
+            user_id = await channels.store.user_id_for_token(token)
+        except Exception:
+            if not database_unavailable_now():
+                raise
+            await socket.close(code=CLOSE_TOO_SLOW, reason="The database is busy; retry.")
+            return
     if token is None or user_id is None:
         await socket.close(code=CLOSE_UNAUTHORIZED, reason="Invalid or missing token.")
         return
