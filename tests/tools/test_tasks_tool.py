@@ -97,6 +97,12 @@ async def test_validation_errors(harness: ToolHarness) -> None:
     assert long_title.details["errors"][0]["field"] == "title"
     bad_date = await harness.call("tasks", {"action": "create", "title": "x", "due_at": "soon"})
     assert bad_date.details["errors"][0]["field"] == "due_at"
+    naive = await harness.call(
+        "tasks", {"action": "create", "title": "x", "due_at": "2026-12-01T09:00:00"}
+    )
+    assert naive.error_type == "validation_error"
+    assert naive.details["errors"][0]["field"] == "due_at"
+    assert "timezone" in naive.details["errors"][0]["message"]
     big_limit = await harness.call("tasks", {"action": "list", "limit": 500})
     assert big_limit.details["errors"][0]["message"] == "Expected `int` <= 50"
 

@@ -16,7 +16,9 @@ from app.tools.base import Tool, ToolContext, ToolResult
 # The limits of the tasks API (TaskTitle, TaskNotes), described for the model.
 Title = Annotated[TaskTitle, msgspec.Meta(description="Task title.")]
 Notes = Annotated[TaskNotes, msgspec.Meta(description="Free-form notes.")]
-DueAt = Annotated[datetime, msgspec.Meta(description="Due date-time, ISO 8601 with timezone.")]
+DueAt = Annotated[
+    datetime, msgspec.Meta(tz=True, description="Due date-time, ISO 8601 with timezone.")
+]
 STATUS_DOC = "update: active or completed; list: active, completed or all (default active)."
 TaskId = Annotated[UUID, msgspec.Meta(description="The task_id returned by create or list.")]
 
