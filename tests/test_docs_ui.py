@@ -10,9 +10,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from litestar import Litestar
 
-from app.settings import PROJECT_ROOT
+from app import create_app
+from app.settings import PROJECT_ROOT, Settings
 from tests.realtime.support import serve
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -63,8 +63,9 @@ async def _chromium(*args: str, profile: Path) -> str:
     CHROMIUM is None and not os.environ.get("REQUIRE_CHROMIUM"),
     reason="needs Debian's chromium (apt-get install chromium); .ci/run installs it",
 )
-async def test_docs_page_renders_in_headless_chromium(app: Litestar, tmp_path: Path) -> None:
-    async with serve(app) as server:
+async def test_docs_page_renders_in_headless_chromium(settings: Settings, tmp_path: Path) -> None:
+    # An app of its own: serving the session's app would run its lifespan a second time.
+    async with serve(create_app(settings)) as server:
         url = f"{server.http}/schema/swagger"
         dom = await _chromium("--dump-dom", url, profile=tmp_path / "dom")
         SCREENSHOT.parent.mkdir(exist_ok=True)
