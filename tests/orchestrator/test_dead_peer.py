@@ -17,7 +17,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tests.conftest import make_api_user
 from tests.support.fake_llm import Call, FakeLLM, Text, ToolCalls
-from tests.support.processes import free_port, server_env, start_server, until, wait_ready
+from tests.support.processes import (
+    free_port,
+    run_ended,
+    run_until_tool_runs,
+    server_env,
+    start_server,
+    wait_ready,
+)
 
 
 async def test_a_surviving_peer_ends_the_cells_of_a_killed_one_within_seconds(
@@ -43,27 +50,11 @@ async def test_a_surviving_peer_ends_the_cells_of_a_killed_one_within_seconds(
         ):
             await wait_ready(a)
             await wait_ready(b)
-            thread = (await a.post("/api/threads", json={"agent_id": str(user.agent.id)})).json()
-            posted = (
-                await a.post(f"/api/threads/{thread['id']}/messages", json={"content": "go"})
-            ).json()
-            messages_url = f"/api/threads/{thread['id']}/messages"
-
-            async def tool_running() -> bool:
-                items = (await a.get(messages_url)).json()["items"]
-                return any((m["tool_activity"] or {}).get("status") == "in_progress" for m in items)
-
-            await until(tool_running, timeout=60)
+            messages_url, run_url = await run_until_tool_runs(a, user.agent.id)
             doomed.send_signal(signal.SIGKILL)
             doomed.wait(timeout=10)
 
-            run_url = f"/api/threads/{thread['id']}/runs/{posted['run']['id']}"
-
-            async def run_ended() -> dict | None:
-                run = (await b.get(run_url)).json()
-                return run if run["status"] != "running" else None
-
-            run = await until(run_ended, timeout=8)  # the lease has 30 s left
+            run = await run_ended(b, run_url, timeout=8)  # the lease has 30 s left
             assert run["status"] == "failed"
             assert run["error"] == "Interrupted: the process running this run stopped responding."
             items = (await b.get(messages_url)).json()["items"]

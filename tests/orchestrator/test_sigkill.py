@@ -14,7 +14,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tests.conftest import make_api_user
 from tests.support.fake_llm import Call, FakeLLM, Text, ToolCalls
-from tests.support.processes import free_port, server_env, start_server, until, wait_ready
+from tests.support.processes import (
+    free_port,
+    run_ended,
+    run_until_tool_runs,
+    server_env,
+    start_server,
+    wait_ready,
+)
 
 
 async def test_sigkill_mid_tool_leaves_nothing_in_progress(
@@ -38,29 +45,13 @@ async def test_sigkill_mid_tool_leaves_nothing_in_progress(
             base_url=f"http://127.0.0.1:{port}", headers=user.headers
         ) as http:
             await wait_ready(http)
-            thread = (await http.post("/api/threads", json={"agent_id": str(user.agent.id)})).json()
-            posted = (
-                await http.post(f"/api/threads/{thread['id']}/messages", json={"content": "go"})
-            ).json()
-            messages_url = f"/api/threads/{thread['id']}/messages"
-
-            async def tool_running() -> bool:
-                items = (await http.get(messages_url)).json()["items"]
-                return any((m["tool_activity"] or {}).get("status") == "in_progress" for m in items)
-
-            await until(tool_running, timeout=60)
+            messages_url, run_url = await run_until_tool_runs(http, user.agent.id)
             server.send_signal(signal.SIGKILL)
             server.wait(timeout=10)
 
             server = start_server(port, env)
             await wait_ready(http)
-            run_url = f"/api/threads/{thread['id']}/runs/{posted['run']['id']}"
-
-            async def run_ended() -> dict | None:
-                run = (await http.get(run_url)).json()
-                return run if run["status"] != "running" else None
-
-            run = await until(run_ended, timeout=15)
+            run = await run_ended(http, run_url, timeout=15)
             assert run["status"] == "failed" and "nterrupted" in run["error"]
             items = (await http.get(messages_url)).json()["items"]
             activities = [m["tool_activity"] for m in items if m["tool_activity"]]

@@ -81,3 +81,28 @@ async def ready(client: httpx.AsyncClient) -> bool:
 async def wait_ready(client: httpx.AsyncClient) -> None:
     """Starting takes a few seconds, many more on a loaded machine (importing litellm)."""
     await until(lambda: ready(client), timeout=120)
+
+
+async def run_until_tool_runs(http: httpx.AsyncClient, agent_id: Any) -> tuple[str, str]:
+    """Post a message to a new thread; return (messages url, run url) once a cell of its run
+    is in_progress (the scripted slow tool is running)."""
+    thread = (await http.post("/api/threads", json={"agent_id": str(agent_id)})).json()
+    messages_url = f"/api/threads/{thread['id']}/messages"
+    posted = (await http.post(messages_url, json={"content": "go"})).json()
+
+    async def tool_running() -> bool:
+        items = (await http.get(messages_url)).json()["items"]
+        return any((m["tool_activity"] or {}).get("status") == "in_progress" for m in items)
+
+    await until(tool_running, timeout=60)
+    return messages_url, f"/api/threads/{thread['id']}/runs/{posted['run']['id']}"
+
+
+async def run_ended(http: httpx.AsyncClient, run_url: str, timeout: float) -> dict[str, Any]:
+    """The run once it is no longer running (polled over HTTP: another process ends it)."""
+
+    async def ended() -> dict[str, Any] | None:
+        run = (await http.get(run_url)).json()
+        return run if run["status"] != "running" else None
+
+    return await until(ended, timeout=timeout)
