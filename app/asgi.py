@@ -29,6 +29,7 @@ from app.lib.problems import problem_details_plugin
 from app.lib.requests import ApiRequest
 from app.lib.security import add_security_headers
 from app.orchestrator.approval_controller import ApprovalController
+from app.orchestrator.device_result_controller import DeviceResultController
 from app.orchestrator.plugin import OrchestratorPlugin
 from app.realtime.channels import RealtimeChannels
 from app.realtime.socket import realtime_socket
@@ -50,6 +51,7 @@ ROUTES = [
     ThreadController,
     MessageController,
     ApprovalController,
+    DeviceResultController,
     RunController,
     TaskController,
     realtime_socket,
