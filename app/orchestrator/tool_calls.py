@@ -17,11 +17,13 @@ import msgspec
 
 from app.db.models import Agent, ThreadMessage
 from app.orchestrator.approvals import wait_for_decision
+from app.orchestrator.cell_stream import CellStream
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.threads import activity as cell
 from app.threads.writer import update_message
 from app.tools.base import ToolContext, ToolResult
-from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, parse_call
+from app.tools.events import FanOutToolEvents, LoggingToolEvents
+from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, parse_call, with_preview
 from app.tools.validation import decode_arguments
 
 logger = logging.getLogger(__name__)
@@ -40,6 +42,7 @@ class PlannedCall:
     immediate: ToolResult | None = None  # decided without running (e.g. budget spent)
     result: ToolResult | None = None
     message: ThreadMessage | None = field(default=None, repr=False)
+    stream: CellStream | None = field(default=None, repr=False)  # while the tool runs
 
 
 def _input_of(arguments: str | dict[str, Any]) -> dict[str, Any] | None:
@@ -107,6 +110,8 @@ class ToolCallRunner:
         try:
             result = await self._result(spec, planned)
         except asyncio.CancelledError:
+            if planned.stream is not None:
+                planned.stream.abandon()
             raise
         except Exception:  # isolation: one broken call never takes its siblings down
             logger.exception("tool call %s (%s) failed in the runner", planned.id, planned.name)
@@ -129,6 +134,7 @@ class ToolCallRunner:
                 planned.message = await wait_for_decision(self.deps, planned.message)
             if cell.status_of(planned.message.tool_activity) != cell.IN_PROGRESS:
                 return None
+        planned.stream = self._stream(planned)
         ctx = ToolContext(
             user=self.state.user,
             agent=spec.agent,
@@ -138,30 +144,41 @@ class ToolCallRunner:
             session_factory=self.deps.session_factory,
             http=self.deps.http,
             settings=self.deps.settings,
-            progress=self._progress_writer(planned),
             state=self.state.tool_state,
         )
         return await execute_tool_call(
-            ctx, planned.name, planned.arguments, allowed=spec.allowed, cache=self.state.cache
+            ctx,
+            planned.name,
+            planned.arguments,
+            allowed=spec.allowed,
+            cache=self.state.cache,
+            events=FanOutToolEvents([planned.stream, LoggingToolEvents()]),
         )
 
-    def _progress_writer(self, planned: PlannedCall) -> Callable[..., Awaitable[None]]:
-        async def progress(
-            display_message: str | None = None, data: dict[str, Any] | None = None
-        ) -> None:
-            assert planned.message is not None
-            changed = cell.progressed(
-                planned.message.tool_activity, display_message=display_message, data=data
-            )
-            await self._write(planned, tool_activity=changed)
+    def _stream(self, planned: PlannedCall) -> CellStream:
+        """Progress and output of the call, written to its message coalesced."""
+        message = planned.message
+        assert message is not None
 
-        return progress
+        async def write(activity: cell.Activity) -> None:
+            await self._write(planned, tool_activity=activity)
+
+        settings = self.deps.settings
+        return CellStream(
+            message_id=message.id,
+            current=lambda: message.tool_activity,
+            write=write,
+            max_chars=settings.tool_output_max_chars,
+            interval=settings.tool_flush_seconds,
+        )
 
     async def _finish(self, planned: PlannedCall, result: ToolResult) -> None:
         assert planned.message is not None
+        latest = await planned.stream.settled() if planned.stream is not None else None
+        result = result if result.preview else with_preview(result)
         await self._write(
             planned,
-            tool_activity=cell.finished(planned.message.tool_activity, result),
+            tool_activity=cell.finished(latest or planned.message.tool_activity, result),
             content=result.to_model_content(),
         )
 
