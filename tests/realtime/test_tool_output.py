@@ -178,6 +178,6 @@ async def test_the_cell_keeps_a_capped_output_and_says_so(
         assert [f["offset"] for f in frames] == [0, 1000, 2000, 2500, 3500, 4500]
         assert "".join(f["chunk"] for f in frames) == full
         stored = (await http.get(f"/api/threads/{thread_id}/messages", headers=tester.headers))
-        tool = [m for m in stored.json()["items"] if m["role"] == "tool"][0]["tool_activity"]
+        tool = next(m for m in stored.json()["items"] if m["role"] == "tool")["tool_activity"]
         assert tool["data"]["output"] == full[:3000]
         assert tool["data"]["truncated"] is True
