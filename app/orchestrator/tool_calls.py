@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from app.db.models import Agent, ThreadMessage
+from app.orchestrator import delegation
 from app.orchestrator.approvals import wait_for_decision
 from app.orchestrator.cell_stream import CellStream
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
@@ -40,6 +41,7 @@ class PlannedCall:
     user_facing: bool = True
     delegate: Agent | None = None
     immediate: ToolResult | None = None  # decided without running (e.g. budget spent)
+    refused: ToolResult | None = None  # an ask_* the loop may not make (disabled, unknown, depth)
     result: ToolResult | None = None
     message: ThreadMessage | None = field(default=None, repr=False)
     stream: CellStream | None = field(default=None, repr=False)  # while the tool runs
@@ -50,7 +52,9 @@ def _input_of(arguments: str | dict[str, Any]) -> dict[str, Any] | None:
     return decoded if isinstance(decoded, dict) else None
 
 
-def plan_call(call: dict[str, Any], spec: LoopSpec, state: RunState, budget: int) -> PlannedCall:
+def plan_call(
+    call: dict[str, Any], spec: LoopSpec, state: RunState, budget: int, *, max_depth: int = 1
+) -> PlannedCall:
     function = call.get("function") or {}
     name, arguments = str(function.get("name") or ""), function.get("arguments") or ""
     planned = PlannedCall(id=call["id"], name=name, arguments=arguments, input=_input_of(arguments))
@@ -62,6 +66,8 @@ def plan_call(call: dict[str, Any], spec: LoopSpec, state: RunState, budget: int
         )
     elif name in spec.delegates:
         planned.delegate = spec.delegates[name]
+    elif spec.config.delegation and delegation.is_delegate_name(name):
+        planned.refused = delegation.refusal(name, spec, max_depth)
     else:
         parsed = parse_call(name, arguments, allowed=spec.allowed)
         if not isinstance(parsed, ToolResult):
@@ -126,6 +132,8 @@ class ToolCallRunner:
     async def _result(self, spec: LoopSpec, planned: PlannedCall) -> ToolResult | None:
         if planned.immediate is not None:
             return planned.immediate
+        if planned.refused is not None:
+            return planned.refused
         if planned.delegate is not None:
             return await self.delegate(planned, planned.delegate)
         if planned.status == cell.AWAITING_APPROVAL:

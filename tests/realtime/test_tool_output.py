@@ -40,9 +40,7 @@ async def tester(alice: ApiUser, db: AsyncSession) -> ApiUser:
 
 
 @pytest.fixture
-def running(
-    start_server: ServerFactory, fake: FakeLLM, tmp_path: Path
-) -> Any:
+def running(start_server: ServerFactory, fake: FakeLLM, tmp_path: Path) -> Any:
     register_test_tools()
     agent_types = write_agent_types(tmp_path)
 
@@ -177,7 +175,7 @@ async def test_the_cell_keeps_a_capped_output_and_says_so(
         frames = outputs(ws)  # live: everything, long chunks split into small frames
         assert [f["offset"] for f in frames] == [0, 1000, 2000, 2500, 3500, 4500]
         assert "".join(f["chunk"] for f in frames) == full
-        stored = (await http.get(f"/api/threads/{thread_id}/messages", headers=tester.headers))
+        stored = await http.get(f"/api/threads/{thread_id}/messages", headers=tester.headers)
         tool = next(m for m in stored.json()["items"] if m["role"] == "tool")["tool_activity"]
         assert tool["data"]["output"] == full[:3000]
         assert tool["data"]["truncated"] is True
