@@ -91,8 +91,10 @@ def tool_frames(ws: WsClient) -> list[dict[str, Any]]:
 
 
 async def run_ended(ws: WsClient, run_id: str) -> dict[str, Any]:
+    # generous: a process's first model call (litellm warming up) is slow on a busy machine
     return await ws.wait_for(
-        lambda f: f["type"] == "run" and f["run"]["id"] == run_id and f["run"]["finished_at"]
+        lambda f: f["type"] == "run" and f["run"]["id"] == run_id and f["run"]["finished_at"],
+        within=60,
     )
 
 
