@@ -117,6 +117,20 @@ class Settings:
         PositiveFloat,
         Meta(description="longest wait for a delegated specialist (capped by its run timeout)"),
     ] = 120.0
+    delegation_max_depth: Annotated[
+        PositiveInt,
+        Meta(
+            description="levels of delegation a run may chain (1: only the run's agent asks specialists)"
+        ),
+    ] = 2
+    tool_output_max_chars: Annotated[
+        PositiveInt,
+        Meta(description="characters of a tool's streamed output kept in its cell (`data.output`)"),
+    ] = 20_000
+    tool_flush_seconds: Annotated[
+        NonNegativeFloat,
+        Meta(description="least time between writes of a running tool's output and progress"),
+    ] = 0.25
     channels_prefix: Annotated[
         str,
         Meta(description="prefix of pub/sub channels, to keep deployments sharing a Redis apart"),

@@ -13,6 +13,8 @@ AgentName = Annotated[str, msgspec.Meta(min_length=1, max_length=NAME_MAX_LENGTH
 AgentType = Annotated[str, msgspec.Meta(min_length=1, max_length=50)]
 ModelName = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 Prompt = Annotated[str, msgspec.Meta(max_length=PROMPT_MAX_LENGTH)]
+Description = Annotated[str, msgspec.Meta(max_length=500)]
+ToolDescription = Annotated[str, msgspec.Meta(max_length=2000)]
 ToolList = Annotated[
     list[Annotated[str, msgspec.Meta(min_length=1, max_length=64)]], msgspec.Meta(max_length=100)
 ]
@@ -29,6 +31,11 @@ class AgentRead(Schema):
     enabled_tools: list[str] | None
     tools: list[str]
     is_shared: bool
+    description: str | None
+    # How a delegating agent sees this agent as its `ask_<name>` tool (null: description).
+    tool_description: str | None
+    # A specialist offered to delegating agents (false: asking it answers "currently disabled").
+    enabled: bool
 
 
 class AgentList(Schema):
@@ -43,6 +50,9 @@ class AgentCreate(Input):
     reflection_prompt: Prompt | None = None
     memory_reflection_prompt: Prompt | None = None
     enabled_tools: ToolList | None = None
+    description: Description | None = None
+    tool_description: ToolDescription | None = None
+    enabled: bool = True
 
 
 class AgentUpdate(Input):
@@ -54,3 +64,6 @@ class AgentUpdate(Input):
     reflection_prompt: Prompt | msgspec.UnsetType | None = msgspec.UNSET
     memory_reflection_prompt: Prompt | msgspec.UnsetType | None = msgspec.UNSET
     enabled_tools: ToolList | msgspec.UnsetType | None = msgspec.UNSET
+    description: Description | msgspec.UnsetType | None = msgspec.UNSET
+    tool_description: ToolDescription | msgspec.UnsetType | None = msgspec.UNSET
+    enabled: bool | msgspec.UnsetType = msgspec.UNSET

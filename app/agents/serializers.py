@@ -15,4 +15,5 @@ def agent_read(agent: Agent) -> AgentRead:
     """The row's columns plus its effective tools (its type's toolset ∩ enabled_tools)."""
     fields = {name: getattr(agent, name) for name in _COLUMNS}
     tools = effective_tools(agent.agent_type, agent.enabled_tools)
+    fields["enabled"] = agent.enabled is not False  # a row not yet flushed has no default yet
     return msgspec.convert({**fields, "tools": tools}, AgentRead)

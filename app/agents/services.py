@@ -14,6 +14,7 @@ from app.db.models import Agent, User
 from app.lib.problems import ProblemException
 from app.tools.toolsets import (
     agent_type_names,
+    is_enableable_tool_name,
     is_known_agent_type,
     known_tool_names,
 )
@@ -58,9 +59,10 @@ def check_agent_type(agent_type: str) -> None:
 
 
 def check_enabled_tools(enabled_tools: list[str] | None) -> None:
-    """Every name must be a registered tool (a typo would silently disable a tool)."""
+    """Every name must be a registered tool, or a legacy name of one (what
+    `litestar tools consolidate --reverse` writes): a typo would silently disable a tool."""
     known = known_tool_names()
-    unknown = [name for name in enabled_tools or [] if name not in known]
+    unknown = [name for name in enabled_tools or [] if not is_enableable_tool_name(name)]
     if unknown:
         raise ProblemException(
             400,

@@ -109,6 +109,9 @@ class LoopSpec:
     allowed: list[str]  # registry tools this loop may call
     delegates: dict[str, Agent] = field(default_factory=dict)  # ask_<slug> -> specialist
     delegated_by: dict[str, Any] | None = None  # marks a specialist's tool activities
+    disabled_delegates: frozenset[str] = frozenset()  # asking them: "currently disabled"
+    depth: int = 0  # 0: the run's agent; n: a specialist asked through n delegations
+    chain: tuple[UUID, ...] = ()  # the agents that asked, down to this one (never re-asked)
 
     @property
     def writes_text(self) -> bool:
@@ -124,6 +127,8 @@ class RunState:
     cache: ToolCallCache = field(default_factory=ToolCallCache)
     tool_state: dict[str, Any] = field(default_factory=dict)
     calls_made: int = 0
+    # The owner's specialist agents, enabled or not (delegation targets at any depth).
+    specialists: list[Agent] = field(default_factory=list)
     deadline: asyncio.Timeout | None = None  # the run's timeout; approval waits pause it
 
     @contextlib.asynccontextmanager

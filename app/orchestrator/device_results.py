@@ -23,6 +23,7 @@ from app.threads.schemas import DeviceToolResult
 from app.threads.writer import update_message
 from app.tools.base import ToolResult
 from app.tools.device import schema_errors
+from app.tools.executor import with_preview
 from app.tools.toolsets import get_device_tool
 from app.tools.validation import without_nul
 
@@ -61,7 +62,7 @@ async def submit_result(
     expires = cell.expires_at(activity)
     if expires is not None and expires <= utcnow():
         raise ProblemException(409, "This device tool call has expired.")
-    outcome = _outcome(str(activity.get("name")), body)
+    outcome = with_preview(_outcome(str(activity.get("name")), body))
     await update_message(
         session,
         message,

@@ -26,7 +26,7 @@ from app.orchestrator.delegation import (
     FALLBACK_TYPE,
     Outcome,
     delegate_definition,
-    delegate_tool_name,
+    delegates_for,
 )
 from app.orchestrator.history import load_history
 from app.orchestrator.llm import LLMError, ModelTurn, context_window, fit_to_context, stream_turn
@@ -182,20 +182,20 @@ class RunExecution:
             narrow = options.get("tools")
             if narrow is not None:
                 allowed = [name for name in allowed if name in narrow]
-            delegates: dict[str, Agent] = {}
+            specialists: list[Agent] = []
             if config.delegation:
-                specialists = await session.scalars(repository.specialists(user.id, agent.id))
-                for specialist in specialists:
-                    name = delegate_tool_name(specialist.name)
-                    if narrow is None or name in narrow:
-                        delegates.setdefault(name, specialist)
+                specialists = list(await session.scalars(repository.specialists(user.id, agent.id)))
+            delegates, disabled = delegates_for(specialists, narrow=narrow)
             history = await load_history(session, thread.id, agent.system_prompt, self.run.id)
-        state = RunState(run=self.run, user=user, options=options)
-        return (
-            state,
-            LoopSpec(agent=agent, config=config, allowed=allowed, delegates=delegates),
-            history,
+        state = RunState(run=self.run, user=user, options=options, specialists=specialists)
+        spec = LoopSpec(
+            agent=agent,
+            config=config,
+            allowed=allowed,
+            delegates=delegates,
+            disabled_delegates=disabled,
         )
+        return state, spec, history
 
     async def _main(self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]) -> None:
         if state.options.get("tool_calls"):
@@ -270,8 +270,9 @@ class RunExecution:
         self, state: RunState, spec: LoopSpec, turn: ModelTurn
     ) -> list[PlannedCall]:
         """The assistant's tool calls and every call's tool message: one commit."""
+        budget, depth = spec.config.tool_call_budget, self.deps.settings.delegation_max_depth
         planned = [
-            plan_call(call, spec, state, spec.config.tool_call_budget) for call in turn.tool_calls
+            plan_call(call, spec, state, budget, max_depth=depth) for call in turn.tool_calls
         ]
 
         ttl = self.deps.settings.approval_ttl_seconds
@@ -323,7 +324,9 @@ class RunExecution:
         """Run one turn's calls; a delegated call runs the specialist in this run's state."""
 
         async def delegate(call: PlannedCall, specialist: Agent) -> ToolResult:
-            assignment = delegation.assign(call, specialist, self.deps.settings)
+            assignment = delegation.assign(
+                call, specialist, self.deps.settings, spec, state.specialists
+            )
             if isinstance(assignment, ToolResult):
                 return assignment
             specialist_loop = self._loop(state, assignment.spec, assignment.history)

@@ -16,13 +16,16 @@ from typing import Any
 import msgspec
 
 from app.db.models import Agent, ThreadMessage
+from app.orchestrator import delegation
+from app.orchestrator.cell_stream import CellStream
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.waits import wait_for_user
 from app.threads import activity as cell
 from app.threads.writer import update_message
 from app.tools.base import ToolContext, ToolResult
 from app.tools.device import validate_device_call
-from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, parse_call
+from app.tools.events import FanOutToolEvents, LoggingToolEvents
+from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, parse_call, with_preview
 from app.tools.toolsets import get_device_tool
 from app.tools.validation import decode_arguments
 
@@ -40,10 +43,13 @@ class PlannedCall:
     user_facing: bool = True
     delegate: Agent | None = None
     immediate: ToolResult | None = None  # decided without running (e.g. budget spent)
+    # an ask_* the loop may not make (disabled, unknown, depth), or a device call's
+    # arguments off its schema: the cell fails at once and the model corrects itself
+    refused: ToolResult | None = None
     result: ToolResult | None = None
     wait_seconds: float | None = None  # awaiting_device: how long the phone has to answer
-    refused: ToolResult | None = None  # a device call's arguments off its schema
     message: ThreadMessage | None = field(default=None, repr=False)
+    stream: CellStream | None = field(default=None, repr=False)  # while the tool runs
 
 
 def _input_of(arguments: str | dict[str, Any]) -> dict[str, Any] | None:
@@ -51,7 +57,9 @@ def _input_of(arguments: str | dict[str, Any]) -> dict[str, Any] | None:
     return decoded if isinstance(decoded, dict) else None
 
 
-def plan_call(call: dict[str, Any], spec: LoopSpec, state: RunState, budget: int) -> PlannedCall:
+def plan_call(
+    call: dict[str, Any], spec: LoopSpec, state: RunState, budget: int, *, max_depth: int = 1
+) -> PlannedCall:
     function = call.get("function") or {}
     name, arguments = str(function.get("name") or ""), function.get("arguments") or ""
     planned = PlannedCall(id=call["id"], name=name, arguments=arguments, input=_input_of(arguments))
@@ -65,6 +73,8 @@ def plan_call(call: dict[str, Any], spec: LoopSpec, state: RunState, budget: int
         planned.delegate = spec.delegates[name]
     elif name in spec.allowed and (device := get_device_tool(name)) is not None:
         _plan_device_call(planned, device, arguments)
+    elif spec.config.delegation and delegation.is_delegate_name(name):
+        planned.refused = delegation.refusal(name, spec, max_depth)
     else:
         parsed = parse_call(name, arguments, allowed=spec.allowed)
         if not isinstance(parsed, ToolResult):
@@ -127,6 +137,8 @@ class ToolCallRunner:
         try:
             result = await self._result(spec, planned)
         except asyncio.CancelledError:
+            if planned.stream is not None:
+                planned.stream.abandon()
             raise
         except Exception:  # isolation: one broken call never takes its siblings down
             logger.exception("tool call %s (%s) failed in the runner", planned.id, planned.name)
@@ -153,6 +165,7 @@ class ToolCallRunner:
             assert planned.message is not None
             if cell.status_of(planned.message.tool_activity) != cell.IN_PROGRESS:
                 return None
+        planned.stream = self._stream(planned)
         ctx = ToolContext(
             user=self.state.user,
             agent=spec.agent,
@@ -162,11 +175,15 @@ class ToolCallRunner:
             session_factory=self.deps.session_factory,
             http=self.deps.http,
             settings=self.deps.settings,
-            progress=self._progress_writer(planned),
             state=self.state.tool_state,
         )
         return await execute_tool_call(
-            ctx, planned.name, planned.arguments, allowed=spec.allowed, cache=self.state.cache
+            ctx,
+            planned.name,
+            planned.arguments,
+            allowed=spec.allowed,
+            cache=self.state.cache,
+            events=FanOutToolEvents([planned.stream, LoggingToolEvents()]),
         )
 
     async def _wait_for_user(self, planned: PlannedCall, longest: float) -> None:
@@ -174,23 +191,30 @@ class ToolCallRunner:
         async with self.state.deadline_paused(longest):
             planned.message = await wait_for_user(self.deps, planned.message)
 
-    def _progress_writer(self, planned: PlannedCall) -> Callable[..., Awaitable[None]]:
-        async def progress(
-            display_message: str | None = None, data: dict[str, Any] | None = None
-        ) -> None:
-            assert planned.message is not None
-            changed = cell.progressed(
-                planned.message.tool_activity, display_message=display_message, data=data
-            )
-            await self._write(planned, tool_activity=changed)
+    def _stream(self, planned: PlannedCall) -> CellStream:
+        """Progress and output of the call, written to its message coalesced."""
+        message = planned.message
+        assert message is not None
 
-        return progress
+        async def write(activity: cell.Activity) -> None:
+            await self._write(planned, tool_activity=activity)
+
+        settings = self.deps.settings
+        return CellStream(
+            message_id=message.id,
+            current=lambda: message.tool_activity,
+            write=write,
+            max_chars=settings.tool_output_max_chars,
+            interval=settings.tool_flush_seconds,
+        )
 
     async def _finish(self, planned: PlannedCall, result: ToolResult) -> None:
         assert planned.message is not None
+        latest = await planned.stream.settled() if planned.stream is not None else None
+        result = result if result.preview else with_preview(result)
         await self._write(
             planned,
-            tool_activity=cell.finished(planned.message.tool_activity, result),
+            tool_activity=cell.finished(latest or planned.message.tool_activity, result),
             content=result.to_model_content(),
         )
 

@@ -25,6 +25,7 @@ SERVER_FRAMES: list[type[events.Frame]] = [
     events.MessageFrame,
     events.SubscribedFrame,
     events.DeltaFrame,
+    events.ToolOutputFrame,
     events.RunFrame,
     events.ResetFrame,
     events.PongFrame,

@@ -31,6 +31,21 @@ class DeltaFrame(Frame, tag="delta"):
     content: str
 
 
+class ToolOutputFrame(Frame, tag="tool_output"):
+    """A running tool's output, chunk by chunk; ephemeral (never replayed).
+
+    `offset` is the number of characters (Unicode code points) the call streamed before
+    this chunk. The cell's `tool_activity.data.output` holds the output so far (written a
+    few times a second, capped, `data.truncated: true` once capped): append a chunk when
+    its `offset` equals the length held, skip it when it is lower (already in the cell).
+    """
+
+    thread_id: UUID
+    message_id: UUID
+    offset: Annotated[int, msgspec.Meta(ge=0)]
+    chunk: str
+
+
 class RunFrame(Frame, tag="run"):
     """A run's status changed (also sent once after `subscribed`: the thread's latest run)."""
 
@@ -65,9 +80,16 @@ class ErrorFrame(Frame, tag="error"):
     thread_id: UUID | None = None
 
 
-ThreadFrame = MessageFrame | DeltaFrame | RunFrame
+ThreadFrame = MessageFrame | DeltaFrame | ToolOutputFrame | RunFrame
 ServerFrame = (
-    MessageFrame | SubscribedFrame | DeltaFrame | RunFrame | ResetFrame | PongFrame | ErrorFrame
+    MessageFrame
+    | SubscribedFrame
+    | DeltaFrame
+    | ToolOutputFrame
+    | RunFrame
+    | ResetFrame
+    | PongFrame
+    | ErrorFrame
 )
 
 Seq = Annotated[int, msgspec.Meta(ge=0, le=2**53)]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 from uuid import UUID
 
-from app.realtime.events import DeltaFrame, Frame, MessageFrame, RunFrame
+from app.realtime.events import DeltaFrame, Frame, MessageFrame, RunFrame, ToolOutputFrame
 from app.threads import changes
 from app.threads.schemas import RunRead, ThreadMessageRead
 
@@ -69,6 +69,12 @@ class _FrameSink(changes.ChangeSink):
 
     def text_delta(self, thread_id: UUID, message_id: UUID, content: str) -> None:
         frame = DeltaFrame(thread_id=thread_id, message_id=message_id, content=content)
+        _current.publish(thread_id, frame)
+
+    def tool_output(self, thread_id: UUID, message_id: UUID, offset: int, chunk: str) -> None:
+        frame = ToolOutputFrame(
+            thread_id=thread_id, message_id=message_id, offset=offset, chunk=chunk
+        )
         _current.publish(thread_id, frame)
 
 

@@ -4,7 +4,7 @@ A tool message's `tool_activity` is stored as a JSON dict shaped like the `ToolA
 Struct the app reads (app/threads/schemas.py). Everything that writes one builds it
 here, so a new status or field is one edit in this module:
 
-    started ─┬─> progressed* ─> finished (success | failure)
+    started ─┬─> progressed* ─> finished (success | failure, with its preview)
              ├─> awaiting_approval ─┬─> approved (in_progress) ─> …
              │                      └─> denied | expired (failure)
              └─> awaiting_device ─┬─> answered (success | failure: the phone's result)
@@ -50,6 +50,11 @@ class Outcome(Protocol):
     display_message: str | None
     error: str | None
     error_type: str | None
+    preview: list[str] | None
+
+
+# Streamed output lives in `data` next to the tool's own fields, and survives the result.
+OUTPUT_KEYS = ("output", "truncated")
 
 
 def status_of(activity: Activity | None) -> str | None:
@@ -129,15 +134,39 @@ def progressed(
     return changed
 
 
+def output_appended(activity: Activity | None, *, output: str, truncated: bool) -> Activity:
+    """The output streamed so far (capped by the caller; `truncated` once it was)."""
+    streamed: dict[str, Any] = {"output": output}
+    if truncated:
+        streamed["truncated"] = True
+    return progressed(activity, data=streamed)
+
+
+def _result_data(activity: Activity, outcome: Outcome) -> dict[str, Any] | None:
+    """Success: the tool's data plus the output it streamed; failure: the progress data."""
+    if not outcome.ok:
+        return activity.get("data")
+    before = activity.get("data") or {}
+    streamed = {key: before[key] for key in OUTPUT_KEYS if key in before}
+    if not streamed:
+        return outcome.data
+    data = {**(outcome.data or {}), "output": streamed["output"]}
+    if streamed.get("truncated") or (outcome.data or {}).get("truncated"):
+        data["truncated"] = True
+    return data
+
+
 def finished(
     activity: Activity | None, outcome: Outcome, *, now: datetime | None = None
 ) -> Activity:
-    """The call's result: success with its data, or failure keeping the progress data."""
+    """The call's result: success with its data, or failure keeping the progress data;
+    streamed output is kept either way, and `preview` summarises the result."""
     activity = activity or {}
     return {
         **activity,
         "status": SUCCESS if outcome.ok else FAILURE,
-        "data": outcome.data if outcome.ok else activity.get("data"),
+        "data": _result_data(activity, outcome),
+        "preview": outcome.preview or _error_preview(None if outcome.ok else outcome.error),
         "display_message": outcome.display_message,
         "error": None if outcome.ok else outcome.error,
         "error_type": None if outcome.ok else outcome.error_type,
@@ -151,11 +180,16 @@ def approved(activity: Activity) -> Activity:
     return {**activity, "status": IN_PROGRESS, "display_message": APPROVED, "expires_at": None}
 
 
+def _error_preview(error: str | None) -> list[str] | None:
+    return [error.splitlines()[0][:80]] if error else None
+
+
 def denied(activity: Activity, error: str) -> Activity:
     """The user said no (or nobody decided in time): failure with permission_error."""
     return {
         **activity,
         "status": FAILURE,
+        "preview": _error_preview(error),
         "error": error,
         "error_type": "permission_error",
         "display_message": None,
@@ -184,6 +218,7 @@ def closed(
     return {
         **activity,
         "status": FAILURE,
+        "preview": _error_preview(error),
         "error": error,
         "error_type": error_type,
         "finished_at": _stamp(now),

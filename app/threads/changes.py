@@ -7,7 +7,7 @@ wakes the embedded runner. Nothing here knows about either.
 
 Stored changes are snapshotted when written (the read Struct of that moment) and handed
 to the sinks only after the transaction commits (app/db/outbox.py), never after a
-rollback. Text deltas are not stored and go out at once.
+rollback. Text deltas and tool output chunks are not stored this way and go out at once.
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ class ChangeSink:
 
     def text_delta(self, thread_id: UUID, message_id: UUID, content: str) -> None:
         """Assistant text as it streams (ephemeral)."""
+
+    def tool_output(self, thread_id: UUID, message_id: UUID, offset: int, chunk: str) -> None:
+        """A running tool's output chunk (ephemeral; the cell's `data.output` keeps it)."""
 
 
 _sinks: list[ChangeSink] = []
@@ -84,3 +87,7 @@ def cancel_requested(session: AsyncSession, run_id: UUID) -> None:
 
 def text_delta(thread_id: UUID, message_id: UUID, content: str) -> None:
     _deliver("text_delta", thread_id, message_id, content)
+
+
+def tool_output(thread_id: UUID, message_id: UUID, offset: int, chunk: str) -> None:
+    _deliver("tool_output", thread_id, message_id, offset, chunk)

@@ -36,6 +36,11 @@ class ToolActivity(Schema):
     finished_at: datetime | None = None
     expires_at: datetime | None = None
     duration_ms: int | None = None  # once finished: finished_at - started_at
+    # Once finished: up to 3 short lines summarising the result (or the error).
+    preview: (
+        Annotated[list[Annotated[str, msgspec.Meta(max_length=80)]], msgspec.Meta(max_length=3)]
+        | None
+    ) = None
 
     def __post_init__(self) -> None:
         # From the stored times, before the base class serves them in whole seconds.

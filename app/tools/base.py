@@ -16,7 +16,7 @@ import msgspec
 
 from app.lib.problems import ProblemException
 from app.tools.errors import ErrorType, error_type_for_status
-from app.tools.schema import merged_parameters_schema
+from app.tools.schema import merged_parameters_schema, params_hint
 
 if TYPE_CHECKING:
     import httpx
@@ -38,6 +38,8 @@ class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     # allowed_actions, required_param, example, available_tools, errors (field by field)…
     details: dict[str, Any] | None = None
     duplicate: bool = False
+    # Up to 3 short lines for the finished cell (`tool_activity.preview`); not for the model.
+    preview: list[str] | None = None
 
     @classmethod
     def success(
@@ -96,6 +98,10 @@ async def _no_progress(**_: Any) -> None:
     return None
 
 
+async def _no_output(_: str) -> None:
+    return None
+
+
 @dataclass
 class ToolContext:
     """Everything a tool may use. Tenant ids come from here, never from model arguments."""
@@ -110,6 +116,9 @@ class ToolContext:
     settings: Settings
     # await ctx.progress(display_message=…, data=…): updates this call's tool message.
     progress: Callable[..., Awaitable[None]] = _no_progress
+    # await ctx.output(chunk): streams text to the app (a `tool_output` frame per chunk)
+    # and into the cell's `data.output`, written coalesced like progress.
+    output: Callable[[str], Awaitable[None]] = _no_output
     # Per-run scratch shared by tools (e.g. the web search count).
     state: dict[str, Any] = field(default_factory=dict)
 
@@ -136,6 +145,8 @@ class Tool:
     timeout_seconds: ClassVar[float] = 30
     # Shown in `required_param` errors: one example call per action.
     examples: ClassVar[dict[str, dict[str, Any]]] = {}
+    # One line for GET /api/tools; None: derived from the JSON Schema.
+    params_hint: ClassVar[str | None] = None
 
     async def run(self, ctx: ToolContext, action: str, params: msgspec.Struct) -> ToolResult:
         handler = getattr(self, f"{action}_action", None)
@@ -145,6 +156,13 @@ class Tool:
 
     def parameters_schema(self) -> dict[str, Any]:
         return merged_parameters_schema(self.actions)
+
+    def parameters_hint(self) -> str:
+        return self.params_hint or params_hint(self.parameters_schema())
+
+    def result_preview(self, action: str, result: ToolResult) -> list[str] | None:
+        """Up to 3 short lines summarising a finished call; None: derived generically."""
+        return None
 
     def function_definition(self) -> dict[str, Any]:
         return {

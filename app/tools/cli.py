@@ -36,7 +36,12 @@ def list_tools_command() -> None:
     "(or back with --reverse). Idempotent; prints what changed.",
 )
 @click.option("--dry-run", is_flag=True, default=False, help="Show the changes, write nothing.")
-@click.option("--reverse", is_flag=True, default=False, help="Domain tools back to legacy names.")
+@click.option(
+    "--reverse",
+    is_flag=True,
+    default=False,
+    help="Domain tools back to legacy names (for a rollback); effective tools stay the same.",
+)
 def consolidate_command(app: Litestar, dry_run: bool, reverse: bool) -> None:
     from app.cli.commands import run_in_session
     from app.tools.consolidate import rewrite_enabled_tools

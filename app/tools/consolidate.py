@@ -1,8 +1,10 @@
 """Move agents' enabled_tools between legacy one-action tool names and domain tools.
 
 Forward (consolidate) maps every legacy name to its domain tool and drops duplicates;
-reverse expands each domain tool to its legacy names. Both are idempotent. Names that are
-neither legacy nor domain tools are kept as they are (and reported).
+reverse expands each domain tool to its legacy names (for a release that knows only
+those). Both are idempotent and keep every agent's effective tools: this release reads a
+legacy name as its domain tool (app/tools/legacy.py). Names that are neither legacy nor
+domain tools are kept as they are (and reported).
 """
 
 from __future__ import annotations
@@ -14,31 +16,10 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent
+from app.tools.legacy import LEGACY_TOOLS, TO_DOMAIN
 
-# Domain tool -> the legacy names it replaced; the first ones are what --reverse restores.
-LEGACY_TOOLS: dict[str, tuple[str, ...]] = {
-    "tasks": ("create_task", "update_task", "complete_task", "list_tasks"),
-    "web": ("web_search", "web_fetch"),
-    "memory": ("save_memory", "recall_memory", "search_memory", "forget_memory"),
-    "self_authoring": ("view_system_prompt", "update_system_prompt"),
-}
-# Further legacy spellings seen in the wild: consolidated, never restored.
-EXTRA_LEGACY: dict[str, str] = {
-    "view_agent_config": "self_authoring",
-    "update_agent_name": "self_authoring",
-    "view_reflection_prompt": "self_authoring",
-    "update_reflection_prompt": "self_authoring",
-    "view_memory_reflection_prompt": "self_authoring",
-    "update_memory_reflection_prompt": "self_authoring",
-    "WebSearchTool": "web",
-    "WebFetchTool": "web",
-    "ViewSystemPromptTool": "self_authoring",
-    "UpdateSystemPromptTool": "self_authoring",
-}
-TO_DOMAIN: dict[str, str] = {
-    **{legacy: domain for domain, names in LEGACY_TOOLS.items() for legacy in names},
-    **EXTRA_LEGACY,
-}
+__all__ = ("LEGACY_TOOLS", "TO_DOMAIN", "Change", "consolidated", "expanded")
+
 BATCH = 500
 
 

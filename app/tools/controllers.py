@@ -20,6 +20,8 @@ class ToolRead(Schema):
     description: str
     actions: list[str]
     parameters: dict[str, object]
+    # One line, e.g. `action: create|list|complete, title?, due_at?` (`?`: may be left out).
+    params_hint: str
     is_user_facing: bool
     requires_confirmation: bool
     confirmation_actions: list[str]

@@ -1,7 +1,11 @@
-"""The lifecycle of every tool execution: start, progress (output chunks), end, error.
+"""The lifecycle of every tool execution: start, progress, output chunks, end, error.
 
-The executor is the one place that emits them, so the orchestrator (which writes the
-tool message), logging and tests all see the same sequence for every call.
+The executor is the one place that emits them (a tool's `ctx.progress(...)` and
+`ctx.output(chunk)` become `on_progress` and `on_output`), so the orchestrator (which
+writes the tool message and streams the output: app/orchestrator/cell_stream.py),
+logging and tests all see the same sequence for every call:
+
+    on_start -> (on_progress | on_output)* -> on_end | on_error
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ class ToolEvents(Protocol):
         self, call: ToolCall, display_message: str | None, data: dict[str, Any] | None
     ) -> None: ...
 
+    async def on_output(self, call: ToolCall, offset: int, chunk: str) -> None:
+        """`chunk` of the call's streamed output; `offset`: characters streamed before it."""
+
     async def on_end(self, call: ToolCall, result: ToolResult) -> None: ...
 
     async def on_error(self, call: ToolCall, result: ToolResult) -> None: ...
@@ -50,6 +57,11 @@ class LoggingToolEvents:
         self, call: ToolCall, display_message: str | None, data: dict[str, Any] | None
     ) -> None:
         logger.debug("tool progress %s call=%s %s", call.name, call.tool_call_id, display_message)
+
+    async def on_output(self, call: ToolCall, offset: int, chunk: str) -> None:
+        logger.debug(
+            "tool output %s call=%s @%d +%d", call.name, call.tool_call_id, offset, len(chunk)
+        )
 
     async def on_end(self, call: ToolCall, result: ToolResult) -> None:
         logger.info(
@@ -87,6 +99,10 @@ class FanOutToolEvents:
         for listener in self.listeners:
             await listener.on_progress(call, display_message, data)
 
+    async def on_output(self, call: ToolCall, offset: int, chunk: str) -> None:
+        for listener in self.listeners:
+            await listener.on_output(call, offset, chunk)
+
     async def on_end(self, call: ToolCall, result: ToolResult) -> None:
         for listener in self.listeners:
             await listener.on_end(call, result)
@@ -109,6 +125,9 @@ class RecordingToolEvents:
         self, call: ToolCall, display_message: str | None, data: dict[str, Any] | None
     ) -> None:
         self.events.append(("progress", call, {"display_message": display_message, "data": data}))
+
+    async def on_output(self, call: ToolCall, offset: int, chunk: str) -> None:
+        self.events.append(("output", call, {"offset": offset, "chunk": chunk}))
 
     async def on_end(self, call: ToolCall, result: ToolResult) -> None:
         self.events.append(("end", call, result))

@@ -17,6 +17,7 @@ import msgspec
 
 from app.tools.base import Tool, ToolContext, ToolResult
 from app.tools.events import LoggingToolEvents, ToolCall, ToolEvents
+from app.tools.preview import clamp, generic_preview
 from app.tools.registry import get_registry
 from app.tools.validation import (
     ParsedCall,
@@ -143,7 +144,11 @@ def storable(result: ToolResult) -> ToolResult:
     )
 
 
-def _with_progress_events(ctx: ToolContext, call: ToolCall, events: ToolEvents) -> ToolContext:
+def _with_events(ctx: ToolContext, call: ToolCall, events: ToolEvents) -> ToolContext:
+    """The tool's `ctx.progress` and `ctx.output` as lifecycle events (then passed on to
+    whatever the caller put in the context)."""
+    streamed = 0
+
     async def progress(
         display_message: str | None = None, data: dict[str, Any] | None = None
     ) -> None:
@@ -151,11 +156,30 @@ def _with_progress_events(ctx: ToolContext, call: ToolCall, events: ToolEvents) 
         await events.on_progress(call, display_message, data)
         await ctx.progress(display_message=display_message, data=data)
 
-    return dataclasses.replace(ctx, progress=progress)
+    async def output(chunk: str) -> None:
+        nonlocal streamed
+        if not chunk:
+            return
+        chunk, offset = without_nul(str(chunk)), streamed
+        streamed += len(chunk)
+        await events.on_output(call, offset, chunk)
+        await ctx.output(chunk)
+
+    return dataclasses.replace(ctx, progress=progress, output=output)
 
 
-async def _finish(events: ToolEvents, call: ToolCall, result: ToolResult) -> ToolResult:
-    result = storable(result)
+def with_preview(result: ToolResult, tool: Tool | None = None, action: str = "") -> ToolResult:
+    """The result with its preview lines: the tool's own, or derived from the result."""
+    if result.preview:
+        return msgspec.structs.replace(result, preview=clamp(result.preview))
+    own = tool.result_preview(action, result) if tool is not None and result.ok else None
+    return msgspec.structs.replace(result, preview=clamp(own) if own else generic_preview(result))
+
+
+async def _finish(
+    events: ToolEvents, call: ToolCall, result: ToolResult, tool: Tool | None = None
+) -> ToolResult:
+    result = with_preview(storable(result), tool, call.action or "")
     if result.ok:
         await events.on_end(call, result)
     else:
@@ -184,8 +208,8 @@ async def execute_tool_call(
     call = ToolCall(ctx.tool_call_id, name, action, call_input, ctx.run_id, ctx.thread_id)
     await events.on_start(call)
     if cache is None:
-        result = await _run_tool(_with_progress_events(ctx, call, events), tool, action, params)
-        return await _finish(events, call, result)
+        result = await _run_tool(_with_events(ctx, call, events), tool, action, params)
+        return await _finish(events, call, result, tool)
     key = ToolCallCache.key(name, action, params)
     while (earlier := cache.claim(key)) is not None:
         try:
@@ -194,11 +218,11 @@ async def execute_tool_call(
             if not earlier.cancelled():
                 raise  # this call itself is being cancelled
             continue  # the first call was abandoned: try to claim the key again
-        return await _finish(events, call, first.as_duplicate())
+        return await _finish(events, call, first.as_duplicate(), tool)
     try:
-        result = await _run_tool(_with_progress_events(ctx, call, events), tool, action, params)
+        result = await _run_tool(_with_events(ctx, call, events), tool, action, params)
     except BaseException:
         cache.abandon(key)
         raise
     cache.settle(key, tool, action, result)
-    return await _finish(events, call, result)
+    return await _finish(events, call, result, tool)

@@ -20,6 +20,7 @@ class ToolCatalogEntry(msgspec.Struct, kw_only=True):
     description: str
     actions: list[str]
     parameters: dict[str, Any]
+    params_hint: str
     is_user_facing: bool
     requires_confirmation: bool  # true when the tool, or any of its actions, asks first
     confirmation_actions: list[str]  # the actions that ask the user before running
@@ -75,6 +76,7 @@ def _catalog_entry(tool: Tool) -> ToolCatalogEntry:
         description=tool.description,
         actions=list(tool.actions),
         parameters=tool.parameters_schema(),
+        params_hint=tool.parameters_hint(),
         is_user_facing=tool.is_user_facing,
         requires_confirmation=bool(confirm),
         confirmation_actions=confirm,

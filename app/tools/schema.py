@@ -117,3 +117,30 @@ def merged_parameters_schema(actions: dict[str, type[msgspec.Struct]]) -> dict[s
     if nested:
         schema["$defs"] = nested
     return schema
+
+
+HINT_MAX_CHARS = 160
+
+
+def _accepts_null(prop: dict[str, Any]) -> bool:
+    types = prop.get("type")
+    if types == "null" or (isinstance(types, list) and "null" in types):
+        return True
+    return any(_accepts_null(v) for v in prop.get("anyOf", []) if isinstance(v, dict))
+
+
+def params_hint(schema: dict[str, Any]) -> str:
+    """One line naming the parameters: `action: create|list, title?, due_at?`.
+
+    An enum shows its values; a parameter that may be left out (not required, or
+    accepting null) gets a `?`."""
+    properties: dict[str, Any] = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    parts = []
+    for name, prop in properties.items():
+        optional = name not in required or _accepts_null(prop)
+        enum = prop.get("enum")
+        label = f"{name}{'?' if optional else ''}"
+        parts.append(f"{label}: {'|'.join(map(str, enum))}" if enum else label)
+    hint = ", ".join(parts)
+    return hint if len(hint) <= HINT_MAX_CHARS else hint[: HINT_MAX_CHARS - 1] + "…"

@@ -15,6 +15,7 @@ import msgspec
 import yaml  # type: ignore[import-untyped]
 
 from app.tools.device import DeviceToolSpec, declaration_problem
+from app.tools.legacy import TO_DOMAIN, domain_names
 
 DEFAULT_AGENT_TYPES_FILE = Path(__file__).with_name("agent_types.yaml")
 
@@ -140,6 +141,12 @@ def get_device_tool(name: str) -> DeviceToolSpec | None:
     return device_tools().get(name)
 
 
+def is_enableable_tool_name(name: str) -> bool:
+    """What enabled_tools may hold: a registered tool, or a legacy name of one."""
+    known = known_tool_names()
+    return name in known or TO_DOMAIN.get(name) in known
+
+
 def agent_types() -> dict[str, AgentTypeConfig]:
     return _AGENT_TYPES if _AGENT_TYPES is not None else load_agent_types()
 
@@ -157,13 +164,15 @@ def is_known_agent_type(name: str) -> bool:
 
 
 def effective_tools(agent_type: str, enabled_tools: list[str] | None) -> list[str]:
-    """The type's toolset ∩ enabled_tools (None: everything the type offers), in type order."""
+    """The type's toolset ∩ enabled_tools (None: everything the type offers), in type order.
+    A legacy name in enabled_tools (`create_task`) enables its domain tool (`tasks`)."""
     config = get_agent_type(agent_type)
     if config is None:
         return []
     if enabled_tools is None:
         return list(config.tools)
-    return [name for name in config.tools if name in enabled_tools]
+    enabled = domain_names(enabled_tools)
+    return [name for name in config.tools if name in enabled]
 
 
 def agent_types_offering(tool_name: str) -> list[str]:

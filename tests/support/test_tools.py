@@ -13,7 +13,15 @@ from app.tools.base import Tool, ToolContext, ToolResult
 from app.tools.registry import get_registry
 from app.tools.toolsets import DEFAULT_AGENT_TYPES_FILE
 
-TEST_TOOLS = ["test_echo", "test_slow", "test_timeout", "test_raise", "test_confirm", "test_gate"]
+TEST_TOOLS = [
+    "test_echo",
+    "test_slow",
+    "test_timeout",
+    "test_raise",
+    "test_confirm",
+    "test_gate",
+    "test_stream",
+]
 
 
 class EchoParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -89,9 +97,48 @@ class GateTool(Tool):
         return ToolResult.success({"opened": True})
 
 
+class StreamParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    chunks: int = 10
+    size: int = 10
+    pause_after: int | None = None  # wait for StreamTool.gate after this many chunks
+
+
+class StreamTool(Tool):
+    """Streams `chunks` chunks of `size` characters (`<index>:` then dots, a newline last)."""
+
+    name = "test_stream"
+    description = "Stream output."
+    actions: ClassVar = {"stream": StreamParams}
+    gate: ClassVar[asyncio.Event | None] = None
+    paused: ClassVar[asyncio.Event | None] = None
+
+    @staticmethod
+    def chunk(index: int, size: int) -> str:
+        head = f"{index}:"
+        return (head + "." * size)[: size - 1] + "\n"
+
+    async def stream_action(self, ctx: ToolContext, params: StreamParams) -> ToolResult:
+        for index in range(params.chunks):
+            if index == params.pause_after:
+                assert StreamTool.gate is not None and StreamTool.paused is not None
+                StreamTool.paused.set()
+                await StreamTool.gate.wait()
+            await ctx.output(self.chunk(index, params.size))
+            await ctx.progress(display_message=f"{index + 1} of {params.chunks} chunks")
+        return ToolResult.success({"chunks": params.chunks}, display_message="Streamed")
+
+
 def register_test_tools() -> None:
     registry = get_registry()
-    tools = (EchoTool(), SlowTool(), TimeoutTool(), RaisingTool(), ConfirmTool(), GateTool())
+    tools = (
+        EchoTool(),
+        SlowTool(),
+        TimeoutTool(),
+        RaisingTool(),
+        ConfirmTool(),
+        GateTool(),
+        StreamTool(),
+    )
     for tool in tools:
         if tool.name not in registry:
             registry.register(tool)

@@ -112,3 +112,40 @@ async def test_cli_list_and_consolidate(
     back = await asyncio.to_thread(_litestar, database_url, "tools", "consolidate", "--reverse")
     assert "2 agent(s) changed to legacy names." in back.stdout
     assert (await _tools_by_name(db))["legacy"][:2] == ["create_task", "update_task"]
+
+
+async def _effective_tools(client, user: ApiUser) -> dict[str, list[str]]:
+    response = await client.get("/api/agents", headers=user.headers)
+    assert response.status_code == 200, response.text
+    return {a["name"]: a["tools"] for a in response.json()["items"] if a["name"] != user.agent.name}
+
+
+async def test_both_directions_keep_every_agents_effective_tools(
+    client, db: AsyncSession, session_factory, alice: ApiUser
+) -> None:
+    await _agents(db, alice)
+    partial = AgentFactory.build(owner_id=alice.user.id, name="partial", enabled_tools=["tasks"])
+    db.add(partial)
+    await db.commit()
+    before = await _effective_tools(client, alice)
+    assert before["legacy"] == ["tasks", "web", "self_authoring"]  # legacy names read as domains
+    for reverse in (False, True, False, True):
+        async with session_factory() as session:
+            await rewrite_enabled_tools(session, reverse=reverse)
+            await session.commit()
+        assert await _effective_tools(client, alice) == before, f"reverse={reverse}"
+    # what --reverse wrote is accepted back by the API, and keeps the effective tools
+    reversed_tools = (await _tools_by_name(db))["partial"]
+    assert reversed_tools == ["create_task", "update_task", "complete_task", "list_tasks"]
+    await db.commit()
+    agents = (await client.get("/api/agents", headers=alice.headers)).json()["items"]
+    partial_id = next(a["id"] for a in agents if a["name"] == "partial")
+    patched = await client.patch(
+        f"/api/agents/{partial_id}", json={"enabled_tools": reversed_tools}, headers=alice.headers
+    )
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["tools"] == ["tasks"]
+    typo = await client.patch(
+        f"/api/agents/{partial_id}", json={"enabled_tools": ["create_tsk"]}, headers=alice.headers
+    )
+    assert typo.status_code == 400

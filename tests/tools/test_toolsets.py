@@ -117,6 +117,24 @@ async def test_tool_catalog(client: httpx.AsyncClient, alice: ApiUser) -> None:
     assert memory["parameters"]["properties"]["action"]["enum"] == memory["actions"]
     assert items["tasks"]["agent_types"] == ["assistant", "focused", "companion"]
     assert items["web"]["agent_types"] == ["assistant", "specialist"]
+    # one line from the JSON Schema: the action's values, `?` on what may be left out
+    assert items["tasks"]["params_hint"] == (
+        "action: create|update|complete|list, title?, notes?, due_at?, task_id?, status?, limit?"
+    )
+    assert items["web"]["params_hint"] == "action: search|fetch, query?, url?"
+
+
+def test_params_hint_of_any_schema() -> None:
+    from app.tools.schema import params_hint
+
+    schema = {
+        "type": "object",
+        "properties": {"message": {"type": "string"}, "mode": {"enum": ["a", "b"]}, "n": {}},
+        "required": ["message", "mode"],
+    }
+    assert params_hint(schema) == "message, mode: a|b, n?"
+    long = {"properties": {f"parameter_{i}": {} for i in range(30)}}
+    assert len(params_hint(long)) == 160 and params_hint(long).endswith("…")
 
 
 async def test_agent_tools_field_and_validation(client: httpx.AsyncClient, alice: ApiUser) -> None:

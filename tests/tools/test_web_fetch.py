@@ -55,6 +55,11 @@ async def test_html_becomes_readable_text(web: WebEnv, site) -> None:
     assert data["truncated"] is False and data["fetched_at"]
     assert data["status"] == 200 and data["redirects"] == []
     assert web.harness.progress.calls[0]["display_message"] == "Fetching page…"
+    received = web.harness.progress.calls[-1]  # bytes received, as the body arrived
+    assert received["display_message"].startswith("Received ")
+    assert received["data"]["bytes_received"] == len(PAGE.encode())
+    assert web.harness.events.kinds()[-1] == "end"
+    assert result.preview == ["Release notes", f"{base}/page"]
 
 
 async def test_redirects_are_followed_and_reported(web: WebEnv, site) -> None:

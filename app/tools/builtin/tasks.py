@@ -86,6 +86,16 @@ class TasksTool(Tool):
         "list": {"status": "active"},
     }
 
+    def result_preview(self, action: str, result: ToolResult) -> list[str] | None:
+        data = result.data or {}
+        if action != "list":
+            due = f"Due {data['due_at'][:10]}" if data.get("due_at") else None
+            return [result.display_message or "", data.get("task_status") or "", due or ""]
+        titles = [f"• {task['task_title']}" for task in data.get("tasks") or []]
+        if len(titles) > 2:
+            titles = [titles[0], f"+{len(titles) - 1} more"]
+        return [result.display_message or "", *titles]
+
     async def create_action(self, ctx: ToolContext, params: CreateParams) -> ToolResult:
         await ctx.progress(display_message="Creating task…")
         async with ctx.transaction() as session:

@@ -10,7 +10,7 @@ import httpx
 import msgspec
 
 from app.tools.base import Tool, ToolContext, ToolResult
-from app.tools.builtin.web_fetch import fetch_page
+from app.tools.builtin.web_fetch import bytes_reporter, fetch_page
 from app.tools.net.fetch import FetchPolicy, SafeFetcher
 from app.tools.net.resolver import Resolver
 from app.tools.net.ssrf import normalize_host
@@ -40,6 +40,13 @@ class WebTool(Tool):
     read_only_actions = frozenset({"search", "fetch"})
     timeout_seconds = 45
     examples = {"search": {"query": "litestar websockets"}, "fetch": {"url": "https://example.com"}}
+
+    def result_preview(self, action: str, result: ToolResult) -> list[str] | None:
+        data = result.data or {}
+        if action == "search":
+            hits = [hit.get("title") or hit.get("url") for hit in data.get("results") or []]
+            return [f"{len(hits)} result(s) for “{data.get('query', '')}”", *hits[:2]]
+        return [data.get("title") or "Untitled page", str(data.get("url", ""))]
 
     async def search_action(self, ctx: ToolContext, params: SearchParams) -> ToolResult:
         base = ctx.settings.web_search_url
@@ -87,7 +94,9 @@ class WebTool(Tool):
     async def fetch_action(self, ctx: ToolContext, params: FetchParams) -> ToolResult:
         allow = frozenset(normalize_host(h) for h in ctx.settings.web_fetch_allow_hosts)
         policy = dataclasses.replace(self.policy, allow_hosts=self.policy.allow_hosts | allow)
-        fetcher = SafeFetcher(policy, resolver=self.resolver, verify=self.verify)
+        fetcher = SafeFetcher(
+            policy, resolver=self.resolver, verify=self.verify, on_bytes=bytes_reporter(ctx)
+        )
         return await fetch_page(ctx, fetcher, params.url)
 
 

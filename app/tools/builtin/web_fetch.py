@@ -6,7 +6,7 @@ from typing import Any
 
 from app.lib.time import utcnow
 from app.tools.base import ToolContext, ToolResult
-from app.tools.net.fetch import FetchBlocked, FetchFailed, RawPage, SafeFetcher
+from app.tools.net.fetch import BytesReceived, FetchBlocked, FetchFailed, RawPage, SafeFetcher
 from app.tools.net.readable import decode, html_title, html_to_text, is_html, is_text
 
 MAX_CONTENT_CHARS = 40_000
@@ -40,6 +40,24 @@ async def fetch_page(ctx: ToolContext, fetcher: SafeFetcher, url: str) -> ToolRe
             url=page.url,
         )
     return ToolResult.success(page_data(url, page), display_message=_display(page))
+
+
+def _size(count: int) -> str:
+    return f"{count} B" if count < 1024 else f"{count / 1024:.0f} KB"
+
+
+def bytes_reporter(ctx: ToolContext) -> BytesReceived:
+    """Progress as the body arrives: every network chunk reports (the cell's writes are
+    coalesced to a few a second by the orchestrator, so this may be chatty)."""
+
+    async def report(received: int, total: int | None) -> None:
+        of = f" of {_size(total)}" if total else ""
+        await ctx.progress(
+            display_message=f"Received {_size(received)}{of}…",
+            data={"bytes_received": received, "bytes_total": total},
+        )
+
+    return report
 
 
 def page_data(requested: str, page: RawPage) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import httpx
@@ -25,6 +26,8 @@ from app.tools.net.ssrf import (
 )
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# on_bytes(received so far, declared length or None): called as the body arrives.
+BytesReceived = Callable[[int, int | None], Awaitable[None]]
 USER_AGENT = "ToolcellsBot/1.0 (+web tool)"
 
 
@@ -68,10 +71,12 @@ class SafeFetcher:
         policy: FetchPolicy,
         resolver: Resolver | None = None,
         verify: ssl.SSLContext | bool = True,
+        on_bytes: BytesReceived | None = None,
     ) -> None:
         self.policy = policy
         self.resolver = resolver or SystemResolver()
         self.verify = verify
+        self.on_bytes = on_bytes
 
     async def fetch(self, raw_url: str) -> RawPage:
         """Raises FetchBlocked (security), FetchFailed (user) or ValueError (bad URL)."""
@@ -166,9 +171,12 @@ class SafeFetcher:
             raise FetchFailed(f"The page is too large ({int(declared)} bytes).")
         chunks: list[bytes] = []
         size = 0
+        total = int(declared) if declared.isdigit() else None
         async for chunk in response.aiter_bytes():
             chunks.append(chunk)
             size += len(chunk)
+            if self.on_bytes is not None:
+                await self.on_bytes(min(size, limit), total)
             if size >= limit:
                 return b"".join(chunks)[:limit], True
         return b"".join(chunks), False

@@ -1,0 +1,135 @@
+"""Delegation through the public API: enabled/disabled specialists, their tool
+descriptions, unknown ones, chaining up to the depth limit, and the timeout."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.orchestrator.support import OrchestratorApi
+from tests.support.fake_llm import Call, Hang, Text, ToolCalls
+
+
+@pytest.fixture(scope="module")
+def settings_overrides() -> dict:
+    # the model's own timeout stays longer than the delegation's: the delegation ends first
+    return {"delegation_timeout_seconds": 0.5, "llm_timeout_seconds": 3.0}
+
+
+def tool_names(request: dict) -> list[str]:
+    return [t["function"]["name"] for t in request.get("tools") or []]
+
+
+def description_of(request: dict, name: str) -> str:
+    return next(
+        t["function"]["description"] for t in request["tools"] if t["function"]["name"] == name
+    )
+
+
+async def test_disabled_and_unknown_specialists_answer_self_correcting_errors(
+    api: OrchestratorApi,
+) -> None:
+    researcher = await api.add_agent(
+        name="Researcher", agent_type="specialist", description="Looks things up."
+    )
+    await api.add_agent(
+        name="Helper",
+        agent_type="specialist",
+        description="Helps.",
+        tool_description="Use for chores the user mentions.",
+    )
+    researcher_id = researcher.id
+    await api.db.commit()  # end the read of the id: SQLite writers wait for readers
+    patched = await api.client.patch(
+        f"/api/agents/{researcher_id}", json={"enabled": False}, headers=api.headers
+    )
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["enabled"] is False
+    api.llm.script(
+        ToolCalls(
+            Call("ask_researcher", {"message": "find x"}),
+            Call("ask_nobody", {"message": "hello?"}),
+        ),
+        Text("I could not ask them."),
+    )
+    thread_id, run = await api.turn("what is x?")
+    assert run["status"] == "completed", run
+    offered = api.llm.requests[0]
+    assert [n for n in tool_names(offered) if n.startswith("ask_")] == ["ask_helper"]
+    assert description_of(offered, "ask_helper") == "Use for chores the user mentions."
+    disabled, unknown = [m["tool_activity"] for m in await api.tool_messages(thread_id)]
+    assert disabled["status"] == "failure" and disabled["error_type"] == "user_error"
+    assert disabled["error"] == (
+        "ask_researcher is currently disabled. Available specialist tools: ask_helper."
+    )
+    assert unknown["status"] == "failure" and unknown["error_type"] == "validation_error"
+    assert (
+        unknown["error"] == "ask_nobody is not available. Available specialist tools: ask_helper."
+    )
+    results = [m for m in api.llm.requests[1]["messages"] if m["role"] == "tool"]
+    assert '"available_tools":["ask_helper"]' in results[0]["content"]
+
+    # enabled again: offered, described by its description (no tool_description)
+    await api.client.patch(
+        f"/api/agents/{researcher_id}", json={"enabled": True}, headers=api.headers
+    )
+    api.llm.script(Text("ok"))
+    await api.turn("again", thread_id)
+    offered = api.llm.requests[-1]
+    assert {"ask_helper", "ask_researcher"} <= set(tool_names(offered))
+    assert description_of(offered, "ask_researcher") == "Looks things up."
+
+
+async def test_a_specialist_asks_another_up_to_the_depth_limit(api: OrchestratorApi) -> None:
+    researcher = await api.add_agent(name="Researcher", agent_type="specialist")
+    checker = await api.add_agent(name="Checker", agent_type="specialist")
+    await api.add_agent(name="Archivist", agent_type="specialist")
+    researcher_id, checker_id = str(researcher.id), str(checker.id)
+    await api.db.commit()  # end the read of the ids: SQLite writers wait for readers
+    api.llm.script(
+        ToolCalls(Call("ask_researcher", {"message": "find x"})),  # the assistant (depth 0)
+        ToolCalls(Call("ask_checker", {"message": "check x"})),  # the researcher (depth 1)
+        ToolCalls(Call("ask_archivist", {"message": "file x"})),  # the checker (depth 2)
+        Text("x checked"),  # the checker, after its refused call
+        Text("x is 42, checked"),  # the researcher
+        Text("x is 42."),  # the assistant
+    )
+    thread_id, run = await api.turn("what is x?")
+    assert run["status"] == "completed", run
+    ask_researcher, ask_checker, ask_archivist = [
+        m["tool_activity"] for m in await api.tool_messages(thread_id)
+    ]
+    assert ask_researcher["status"] == "success"
+    assert ask_researcher["data"]["answer"] == "x is 42, checked"
+    assert ask_checker["status"] == "success" and ask_checker["data"]["answer"] == "x checked"
+    assert ask_checker["input"]["delegated_by"]["agent_id"] == researcher_id
+    assert ask_archivist["status"] == "failure"
+    assert ask_archivist["input"]["delegated_by"]["agent_id"] == checker_id
+    assert ask_archivist["error"] == (
+        "ask_archivist is not available: delegation is limited to 2 level(s) and "
+        "Checker is already at that depth."
+    )
+    # the researcher may ask the others, never itself; the checker (at the limit) nobody
+    assert sorted(n for n in tool_names(api.llm.requests[1]) if n.startswith("ask_")) == [
+        "ask_archivist",
+        "ask_checker",
+    ]
+    assert not [n for n in tool_names(api.llm.requests[2]) if n.startswith("ask_")]
+    assert (await api.messages(thread_id))[-1]["content"] == "x is 42."
+
+
+async def test_a_specialist_that_does_not_answer_in_time_is_a_timeout(
+    api: OrchestratorApi,
+) -> None:
+    await api.add_agent(name="Slowpoke", agent_type="specialist")
+    api.llm.script(
+        ToolCalls(Call("ask_slowpoke", {"message": "think hard"})),
+        Hang(),  # the specialist's model never answers
+        Text("It did not answer in time."),
+    )
+    thread_id, run = await api.turn("ask slowpoke")
+    assert run["status"] == "completed", run
+    ask = (await api.tool_messages(thread_id))[0]["tool_activity"]
+    assert ask["status"] == "failure" and ask["error_type"] == "timeout"
+    assert ask["error"] == "Slowpoke did not answer within 0.5 seconds."
+    assert ask["preview"] == ["Slowpoke did not answer within 0.5 seconds."]
+    assert (await api.messages(thread_id))[-1]["content"] == "It did not answer in time."
