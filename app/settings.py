@@ -117,6 +117,13 @@ class Settings:
         PositiveFloat,
         Meta(description="longest wait for a delegated specialist (capped by its run timeout)"),
     ] = 120.0
+    completion_wait_seconds: Annotated[
+        PositiveFloat,
+        Meta(
+            description="`POST /v1/chat/completions`: longest wait for a run's answer "
+            "(then a `timeout` error; the run continues)"
+        ),
+    ] = 300.0
     channels_prefix: Annotated[
         str,
         Meta(description="prefix of pub/sub channels, to keep deployments sharing a Redis apart"),

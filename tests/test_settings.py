@@ -72,6 +72,7 @@ DEFAULTS = {
     "llm_retry_base_seconds": 0.5,
     "llm_context_tokens": 32_000,
     "delegation_timeout_seconds": 120.0,
+    "completion_wait_seconds": 300.0,
     "channels_prefix": "tc:",
     "ws_send_queue_size": 512,
     "ws_max_subscriptions": 100,
