@@ -37,10 +37,12 @@ class StartedCompletion:
 
 
 def message_text(message: ChatMessageIn) -> str:
+    """A message's text: its content string, or its text parts joined (others ignored)."""
     if isinstance(message.content, str):
         return message.content
-    parts = message.content or []
-    return "\n".join(str(p["text"]) for p in parts if p.get("type") == "text" and "text" in p)
+    parts = message.content if isinstance(message.content, list) else []
+    texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
+    return "\n".join(t for t in texts if isinstance(t, str))
 
 
 def _bad_request(message: str, param: str) -> ProblemException:
@@ -60,7 +62,7 @@ def _split(messages: list[ChatMessageIn]) -> tuple[list[ChatMessageIn], str]:
 
 def _json_option(value: Any, name: str) -> Any:
     if not isinstance(value, str):
-        return msgspec.to_builtins(value) if value is not None else None
+        return value
     if name == "tools" and not value.lstrip().startswith("["):
         return [item.strip() for item in value.split(",") if item.strip()]
     try:

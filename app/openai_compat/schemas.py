@@ -13,19 +13,17 @@ from uuid import UUID
 import msgspec
 
 from app.threads.activity import ToolStatus
-from app.threads.schemas import ToolCallRequest, ToolName
 
 ChatRole = Literal["system", "developer", "user", "assistant", "tool", "function"]
 ModelId = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-# Text parts (`{"type": "text", "text": …}`) are read; other parts (images) are ignored.
-ContentPart = Annotated[dict[str, Any], msgspec.Meta(max_length=10)]
 
 
 class ChatMessageIn(msgspec.Struct, kw_only=True):
     role: ChatRole
-    content: Annotated[str, msgspec.Meta(max_length=200_000)] | (
-        Annotated[list[ContentPart], msgspec.Meta(max_length=100)] | None
-    ) = None
+    # Typed loosely (one schema form every generator reads): checked when read.
+    content: Annotated[
+        Any, msgspec.Meta(description="Text, or an array of content parts (text parts read).")
+    ] = None
     name: Annotated[str, msgspec.Meta(max_length=200)] | None = None
 
 
@@ -34,12 +32,21 @@ class CompletionOptions(msgspec.Struct, kw_only=True):
     `metadata` holds only strings); other keys are ignored."""
 
     thread_id: UUID | None = None
-    tools: Annotated[list[ToolName], msgspec.Meta(max_length=50)] | (
-        Annotated[str, msgspec.Meta(max_length=4000)] | None
-    ) = None
-    tool_calls: Annotated[list[ToolName | ToolCallRequest], msgspec.Meta(max_length=20)] | (
-        Annotated[str, msgspec.Meta(max_length=16_000)] | None
-    ) = None
+    # Typed loosely (a list, or JSON text): validated as POST …/messages validates them.
+    tools: Annotated[
+        Any,
+        msgspec.Meta(
+            description="Allow-list of tool names for this run: an array, or the names "
+            "as comma-separated or JSON text."
+        ),
+    ] = None
+    tool_calls: Annotated[
+        Any,
+        msgspec.Meta(
+            description='Pre-flight tool calls: an array of names (`"tasks"`) or '
+            '`{"name", "args"}` objects, or that array as JSON text.'
+        ),
+    ] = None
 
 
 class ChatCompletionRequest(msgspec.Struct, kw_only=True):
