@@ -28,6 +28,7 @@ from app.lib.openapi import (
 from app.lib.problems import problem_details_plugin
 from app.lib.requests import ApiRequest
 from app.lib.security import add_security_headers
+from app.openai_compat.controllers import OpenAIController
 from app.orchestrator.approval_controller import ApprovalController
 from app.orchestrator.device_result_controller import DeviceResultController
 from app.orchestrator.plugin import OrchestratorPlugin
@@ -56,6 +57,7 @@ ROUTES = [
     TaskController,
     realtime_socket,
     ToolController,
+    OpenAIController,
     docs_assets,
     asyncapi_document,
 ]

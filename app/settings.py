@@ -131,6 +131,13 @@ class Settings:
         NonNegativeFloat,
         Meta(description="least time between writes of a running tool's output and progress"),
     ] = 0.25
+    completion_wait_seconds: Annotated[
+        PositiveFloat,
+        Meta(
+            description="`POST /v1/chat/completions`: longest wait for a run's answer "
+            "(then a `timeout` error; the run continues)"
+        ),
+    ] = 300.0
     channels_prefix: Annotated[
         str,
         Meta(description="prefix of pub/sub channels, to keep deployments sharing a Redis apart"),

@@ -75,6 +75,7 @@ DEFAULTS = {
     "delegation_max_depth": 2,
     "tool_output_max_chars": 20_000,
     "tool_flush_seconds": 0.25,
+    "completion_wait_seconds": 300.0,
     "channels_prefix": "tc:",
     "ws_send_queue_size": 512,
     "ws_max_subscriptions": 100,

@@ -34,6 +34,8 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "GetRun": "Get a run's status",
     "CancelRun": "Cancel a queued or running run",
     "ListTools": "List the tools agents can call and how the app shows them",
+    "listModels": "OpenAI-compatible: list your agents as models",
+    "createChatCompletion": "OpenAI-compatible: run an agent on a chat, plain or streamed",
 }
 
 _THREAD_ID = "7c0e3b5e-2f4d-4c51-9a6e-0d3b8f1a2c44"

@@ -40,6 +40,7 @@ from app.orchestrator.tool_calls import PlannedCall, ToolCallRunner, plan_call, 
 from app.threads import changes, repository
 from app.threads.writer import create_message, create_messages, update_message
 from app.tools.base import ToolResult
+from app.tools.executor import bare_call_arguments
 from app.tools.registry import get_registry
 from app.tools.toolsets import effective_tools, get_agent_type
 
@@ -299,13 +300,14 @@ class RunExecution:
         self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
     ) -> None:
         """Request metadata `tool_calls`: run before the model, results in its context."""
-        calls = []
-        for item in state.options["tool_calls"]:
-            name, args = (
-                (item, {})
-                if isinstance(item, str)
-                else (item.get("name", ""), item.get("args") or {})
-            )
+        calls, refused = [], {}
+        for index, item in enumerate(state.options["tool_calls"]):
+            if isinstance(item, str):  # by name alone: its no-argument action, or an error
+                name, args = item, bare_call_arguments(item)
+            else:
+                name, args = item.get("name", ""), item.get("args") or {}
+            if isinstance(args, ToolResult):
+                refused[index], args = args, {}
             calls.append(
                 {
                     "id": f"call_pre_{secrets.token_hex(6)}",
@@ -315,6 +317,8 @@ class RunExecution:
             )
         turn = ModelTurn(tool_calls=calls)
         planned = await self._record_turn(state, spec, turn)
+        for index, failure in refused.items():
+            planned[index].immediate = failure
         messages.append({"role": "assistant", "content": None, "tool_calls": calls})
         messages.extend(await self._run_calls(state, spec, planned))
 

@@ -115,3 +115,10 @@ def run_tool_messages(run_id: Any) -> Select[Any]:
         .where(ThreadMessage.run_id == run_id, ThreadMessage.role == "tool")
         .order_by(ThreadMessage.position)
     )
+
+
+def run_messages(run_id: Any) -> Select[Any]:
+    """Every message a run wrote (its trigger included), in thread order."""
+    return (
+        select(ThreadMessage).where(ThreadMessage.run_id == run_id).order_by(ThreadMessage.position)
+    )

@@ -16,7 +16,7 @@ import msgspec
 
 from app.lib.problems import ProblemException
 from app.tools.errors import ErrorType, error_type_for_status
-from app.tools.schema import merged_parameters_schema, params_hint
+from app.tools.schema import action_fields, merged_parameters_schema, params_hint
 
 if TYPE_CHECKING:
     import httpx
@@ -184,3 +184,17 @@ class Tool:
 
     def example_call(self, action: str) -> dict[str, Any]:
         return {"action": action, **self.examples.get(action, {})}
+
+    def required_params(self, action: str) -> list[str]:
+        return [name for name, required in action_fields(self.actions[action]).items() if required]
+
+    def no_argument_action(self) -> str | None:
+        """What a call by the tool's name alone runs (request `tool_calls: ["tasks"]`): its
+        one read-only action that needs no parameter (tasks: list), else None. Read-only
+        only: a bare name must never create or change anything."""
+        candidates = [
+            action
+            for action in self.actions
+            if action in self.read_only_actions and not self.required_params(action)
+        ]
+        return candidates[0] if len(candidates) == 1 else None

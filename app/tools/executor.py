@@ -95,6 +95,36 @@ def parse_call(
     return validate_call(tool, arguments)
 
 
+def bare_call_arguments(name: str) -> dict[str, Any] | ToolResult:
+    """The arguments of a call given by the tool's name alone (a request's
+    `tool_calls: ["tasks"]`): its no-argument action (`Tool.no_argument_action`), or a
+    self-correcting error listing every action with what it needs. An unknown name gets
+    no arguments: validating the call then answers with the available tools."""
+    tool = get_registry().get(name)
+    if tool is None:
+        return {}
+    action = tool.no_argument_action()
+    if action is not None:
+        return {"action": action}
+    needs = {action: tool.required_params(action) for action in tool.actions}
+    listing = ", ".join(
+        f"{action} ({', '.join(params) or 'no parameters'})" for action, params in needs.items()
+    )
+    first = next(iter(tool.actions))
+    return ToolResult.failure(
+        f"{name} cannot be called by its name alone: it has no action that runs without "
+        f"arguments. Its actions and their required parameters: {listing}.",
+        "validation_error",
+        suggestion=(
+            f'Give the call with its arguments, e.g. {{"name": "{name}", "args": '
+            f"{msgspec.json.encode(tool.example_call(first)).decode()}}}."
+        ),
+        allowed_actions=list(tool.actions),
+        required_params=needs,
+        example=tool.example_call(first),
+    )
+
+
 def parsed_input(action: str, params: msgspec.Struct) -> dict[str, Any]:
     """The call as the app shows it (`tool_activity.input`): the action and the parameters
     given, without the nulls of parameters left out."""

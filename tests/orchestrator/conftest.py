@@ -19,6 +19,7 @@ from app import create_app
 from app.settings import Settings
 from app.tools.toolsets import load_agent_types
 from tests.conftest import _empty_all_tables, running_lifespan
+from tests.orchestrator.openai_client import openai_base_url, openai_client  # noqa: F401
 from tests.orchestrator.support import FrameRecorder, OrchestratorApi
 from tests.support.fake_llm import FakeLLM
 from tests.support.test_tools import register_test_tools, write_agent_types

@@ -1,0 +1,172 @@
+"""OpenAI's chat-completions and models shapes, as far as this server speaks them.
+
+Requests are lenient where OpenAI clients send more than we use (sampling parameters,
+`user`, `stream_options`, …: accepted and ignored; the agent's own model settings rule).
+Responses carry OpenAI's fields plus `metadata` (the run's trace) on the message.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+import msgspec
+
+from app.threads.activity import ToolStatus
+
+ChatRole = Literal["system", "developer", "user", "assistant", "tool", "function"]
+ModelId = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
+class ChatMessageIn(msgspec.Struct, kw_only=True):
+    role: ChatRole
+    # Typed loosely (one schema form every generator reads): checked when read.
+    content: Annotated[
+        Any, msgspec.Meta(description="Text, or an array of content parts (text parts read).")
+    ] = None
+    name: Annotated[str, msgspec.Meta(max_length=200)] | None = None
+
+
+class CompletionOptions(msgspec.Struct, kw_only=True):
+    """Request `metadata`. `tools` and `tool_calls` may also be JSON text (clients whose
+    `metadata` holds only strings); other keys are ignored."""
+
+    thread_id: UUID | None = None
+    # Typed loosely (a list, or JSON text): validated as POST …/messages validates them.
+    tools: Annotated[
+        Any,
+        msgspec.Meta(
+            description="Allow-list of tool names for this run: an array, or the names "
+            "as comma-separated or JSON text."
+        ),
+    ] = None
+    tool_calls: Annotated[
+        Any,
+        msgspec.Meta(
+            description='Pre-flight tool calls: an array of names (`"tasks"`) or '
+            '`{"name", "args"}` objects, or that array as JSON text.'
+        ),
+    ] = None
+
+
+class ChatCompletionRequest(msgspec.Struct, kw_only=True):
+    """`model` is an agent (`GET /v1/models`: its id, or its name); the last `user`
+    message is the new message of the run."""
+
+    model: ModelId
+    messages: Annotated[list[ChatMessageIn], msgspec.Meta(min_length=1, max_length=500)]
+    stream: bool = False
+    metadata: CompletionOptions | None = None
+
+
+# -- the trace of a run -------------------------------------------------------------------
+StepStatus = Literal["pending", "in_progress", "ok", "error", "skipped"]
+
+
+class CompletionStep(msgspec.Struct, kw_only=True):
+    """One executed step of the run: a tool call, or the final completion."""
+
+    id: str
+    label: str | None = None
+    action: Literal["tool", "memory", "completion"] | None = None
+    status: StepStatus
+    tool: str | None = None
+
+
+class CompletionToolResult(msgspec.Struct, kw_only=True):
+    """One tool call of the run, from its stored cell."""
+
+    id: str
+    name: str
+    input: dict[str, Any] | None
+    status: ToolStatus
+    data: dict[str, Any] | None = None
+    error: str | None = None
+    error_type: str | None = None
+
+
+class CompletionTrace(msgspec.Struct, kw_only=True):
+    """`choices[0].message.metadata`: where the run is, and what it did."""
+
+    thread_id: UUID
+    run_id: UUID
+    run_status: Literal["queued", "running", "completed", "failed", "cancelled"]
+    steps: list[CompletionStep]
+    tool_results: list[CompletionToolResult]
+
+
+# -- responses ----------------------------------------------------------------------------
+class CompletionMessage(msgspec.Struct, kw_only=True):
+    role: Literal["assistant"] = "assistant"
+    content: str | None
+    refusal: None = None
+    metadata: CompletionTrace
+
+
+class CompletionChoice(msgspec.Struct, kw_only=True):
+    index: int = 0
+    message: CompletionMessage
+    finish_reason: Literal["stop", "length"]
+
+
+class ChatCompletion(msgspec.Struct, kw_only=True):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[CompletionChoice]
+
+
+class ChunkDelta(msgspec.Struct, kw_only=True, omit_defaults=True):
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+    metadata: CompletionTrace | None = None
+
+
+class ChunkChoice(msgspec.Struct, kw_only=True):
+    index: int = 0
+    delta: ChunkDelta
+    finish_reason: Literal["stop", "length"] | None = None
+
+
+class ChatCompletionChunk(msgspec.Struct, kw_only=True):
+    """One `data:` event of a streamed completion; `data: [DONE]` ends the stream. The
+    first chunk's delta carries `metadata` with the thread and run ids, the last one (with
+    `finish_reason`) the run's whole trace."""
+
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChunkChoice]
+
+
+class AgentModel(msgspec.Struct, kw_only=True):
+    """An agent offered as a model: call it with `model` = `id` (or its `name`)."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str
+    name: str
+    agent_type: str
+
+
+class ModelList(msgspec.Struct, kw_only=True):
+    object: Literal["list"] = "list"
+    data: list[AgentModel]
+
+
+class OpenAIErrorBody(msgspec.Struct, kw_only=True):
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+    thread_id: UUID | None = None
+    run_id: UUID | None = None
+
+
+class OpenAIError(msgspec.Struct, kw_only=True):
+    """Every error of `/v1`, in OpenAI's shape (OpenAI clients parse it)."""
+
+    error: OpenAIErrorBody
