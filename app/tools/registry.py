@@ -10,6 +10,7 @@ import msgspec
 
 from app.tools.base import Tool
 from app.tools.device import DeviceToolSpec
+from app.tools.schema import params_hint
 from app.tools.toolsets import device_tools
 
 
@@ -91,6 +92,7 @@ def _device_entry(spec: DeviceToolSpec) -> ToolCatalogEntry:
         description=spec.description,
         actions=[],
         parameters=spec.parameters,
+        params_hint=params_hint(spec.parameters),
         is_user_facing=spec.is_user_facing,
         requires_confirmation=False,
         confirmation_actions=[],
