@@ -22,7 +22,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig
@@ -84,14 +84,21 @@ class RealtimeChannels(ChannelsPlugin):
         self._lost: set[str] = set()  # channels whose frames a failed publish dropped
         self._resync: asyncio.Task[None] | None = None
         self._probes: dict[bytes, asyncio.Event] = {}
+        self._token_cache: Any = None
         self.on_control(b"p", self._on_probe)
-        self.on_control(b"x", lambda digest: self.tokens.close_sockets(digest.decode()))
+        self.on_control(b"x", self._on_revoked)
         self.on_control(b"w", lambda body: notify.receive(body.decode()))
 
     def on_app_init(self, app_config: AppConfig) -> AppConfig:
+        self._token_cache = app_config.state.get("token_cache")  # app/accounts/token_cache.py
         # The revoke endpoint emits TOKEN_REVOKED (app/accounts knows no channels).
         app_config.listeners.append(listener(TOKEN_REVOKED)(self.announce_revoked))
         return super().on_app_init(app_config)
+
+    def _on_revoked(self, digest: bytes) -> None:
+        if self._token_cache is not None:
+            self._token_cache.forget(digest.decode())
+        self.tokens.close_sockets(digest.decode())
 
     async def announce_revoked(self, token_digest: str) -> None:
         """Close the token's sockets in every process (through the control channel)."""

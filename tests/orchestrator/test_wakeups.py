@@ -88,6 +88,8 @@ def slow_env(database_url: str, fake_llm: FakeLLM, agent_types_file: Path, **ext
         agent_types_file,
         RUNNER_POLL_SECONDS="120",
         RUN_LEASE_SECONDS="300",
+        # A loaded machine must not make one process take the other for dead.
+        RUNNER_HEARTBEAT_TIMEOUT_SECONDS="120",
         **extra,
     )
 
