@@ -35,6 +35,7 @@ from tests.support.processes import (
 )
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+HOST = "127.0.0.1"
 WITHIN = 10.0  # well below the poll and lease renewal
 
 
@@ -66,10 +67,12 @@ async def two_runners(
         start_server(port, {**env, "RUNNER_MAX_CONCURRENT_RUNS": str(limit)})
         for port, limit in zip(ports, max_runs, strict=True)
     ]
+    # Two processes writing one SQLite file on a loaded machine answer slowly at times.
+    options: dict[str, Any] = {"headers": user.headers, "timeout": 60}
     try:
         async with (
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[0]}", headers=user.headers) as a,
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[1]}", headers=user.headers) as b,
+            httpx.AsyncClient(base_url=f"http://{HOST}:{ports[0]}", **options) as a,
+            httpx.AsyncClient(base_url=f"http://{HOST}:{ports[1]}", **options) as b,
         ):
             await wait_ready(a)
             await wait_ready(b)
