@@ -60,7 +60,7 @@ class ServerProcess:
         return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def _wait_ready(base: str, process: subprocess.Popen[bytes], timeout: float = 120) -> None:
+def _wait_ready(base: str, process: subprocess.Popen[bytes], timeout: float = 300) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
