@@ -13,6 +13,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from app.accounts.controllers import AuthController, MeController
 from app.accounts.deps import BEARER_SCHEME, provide_current_user
 from app.accounts.throttle import LoginThrottlePlugin
+from app.accounts.token_cache import TokenCache
 from app.agents.controllers import AgentController
 from app.cli.plugin import CLIPlugin
 from app.db.config import build_sqlalchemy_config
@@ -114,6 +115,6 @@ def create_app(settings: Settings | None = None) -> Litestar:
         request_max_body_size=settings.max_request_body_bytes,
         request_class=ApiRequest,
         before_send=[add_security_headers],
-        state=State({"settings": settings}),
+        state=State({"settings": settings, "token_cache": TokenCache(settings.auth_cache_seconds)}),
         debug=False,
     )

@@ -202,6 +202,13 @@ class Settings:
         PositiveFloat,
         Meta(description="how long a run's last write retries while the database is unreachable"),
     ] = 60.0
+    auth_cache_seconds: Annotated[
+        NonNegativeFloat,
+        Meta(
+            description="how long a process reuses a bearer token's lookup (0: off); "
+            "a revocation through the API applies at once, one made in the database within this"
+        ),
+    ] = 5.0
 
     @property
     def is_sqlite(self) -> bool:

@@ -85,6 +85,7 @@ DEFAULTS = {
     "database_max_connections": 20,
     "database_pool_timeout_seconds": 30.0,
     "ws_token_check_seconds": 5.0,
+    "auth_cache_seconds": 5.0,
     "login_max_failures_per_account": 10,
     "login_max_failures_per_address": 50,
     "login_failure_window_seconds": 900.0,

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from functools import partial
+
 from litestar import Controller, Request, delete, get, post
 from litestar.datastructures import CacheControlHeader
 from litestar.di import Provide
@@ -12,6 +14,7 @@ from app.accounts.schemas import TokenCreate, TokenRead, UserRead
 from app.accounts.serializers import user_read
 from app.accounts.throttle import LoginThrottle, provide_login_throttle
 from app.db.models import User
+from app.db.outbox import on_commit
 from app.lib.problems import problems
 from app.lib.security import token_digest
 from app.settings import Settings
@@ -65,7 +68,11 @@ class AuthController(Controller):
         token = bearer_token(request)
         if token:
             await services.revoke_token(db_session, token)
-            request.app.emit("token_revoked", token_digest(token))  # closes its sockets
+            digest = token_digest(token)
+            cache = request.app.state.get("token_cache")
+            if cache is not None:  # other processes forget it on the announcement
+                on_commit(db_session, partial(cache.forget, digest))
+            request.app.emit("token_revoked", digest)  # closes its sockets
 
 
 class MeController(Controller):

@@ -6,8 +6,10 @@ from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.accounts.services import user_for_token
+from app.accounts.services import user_and_expiry_for_token
+from app.accounts.token_cache import TokenCache
 from app.db.models import User
+from app.lib.security import token_digest
 
 BEARER_SCHEME = "BearerToken"
 SECURITY = [{BEARER_SCHEME: []}]
@@ -30,9 +32,16 @@ async def provide_current_user(request: ASGIConnection, db_session: AsyncSession
         raise NotAuthorizedException(
             "Missing or malformed bearer token.", headers={"WWW-Authenticate": "Bearer"}
         )
-    user = await user_for_token(db_session, token)
-    if user is None:
+    digest = token_digest(token)
+    cache: TokenCache | None = request.app.state.get("token_cache")
+    if cache is not None and (user := cache.get(digest)) is not None:
+        return user
+    found = await user_and_expiry_for_token(db_session, digest)
+    if found is None:
         raise NotAuthorizedException(
             "Invalid, expired or revoked token.", headers={"WWW-Authenticate": "Bearer"}
         )
+    user, expires_at = found
+    if cache is not None:
+        cache.put(digest, user, expires_at)
     return user

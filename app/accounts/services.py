@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -81,6 +81,17 @@ _USER_FOR_TOKEN = (
         ApiToken.expires_at > bindparam("now"),
     )
 )
+
+
+_USER_AND_EXPIRY = _USER_FOR_TOKEN.add_columns(ApiToken.expires_at)
+
+
+async def user_and_expiry_for_token(
+    session: AsyncSession, digest: str
+) -> tuple[User, datetime] | None:
+    """The user of a live token (by digest) and when the token expires."""
+    row = (await session.execute(_USER_AND_EXPIRY, {"digest": digest, "now": utcnow()})).first()
+    return None if row is None else (row[0], row[1])
 
 
 async def user_for_token(session: AsyncSession, raw_token: str) -> User | None:

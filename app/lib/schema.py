@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+import typing
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -19,11 +21,41 @@ def served_time(value: datetime) -> datetime:
     return aware.replace(microsecond=0)
 
 
+def _may_hold_datetime(annotation: Any) -> bool:
+    """A datetime, Any, or a union with one of those (a dict or list is never a datetime)."""
+    if annotation is datetime or annotation is Any:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_may_hold_datetime(arg) for arg in typing.get_args(annotation))
+    return False
+
+
+_DATETIME_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _datetime_fields(cls: type) -> tuple[str, ...]:
+    """The fields of `cls` whose declared type admits a datetime, looked up once per class
+    (most fields of most responses cannot hold one)."""
+    try:
+        hints = typing.get_type_hints(cls, include_extras=False)
+    except Exception:  # unresolvable annotations: look at every field, as before
+        return tuple(cls.__struct_fields__)  # type: ignore[attr-defined]
+    return tuple(
+        name
+        for name in cls.__struct_fields__  # type: ignore[attr-defined]
+        if _may_hold_datetime(hints.get(name, Any))
+    )
+
+
 class Schema(msgspec.Struct, kw_only=True):
     """A response body. Its datetime fields are served with whole seconds (`served_time`)."""
 
     def __post_init__(self) -> None:
-        for name in self.__struct_fields__:
+        cls = type(self)
+        names = _DATETIME_FIELDS.get(cls)
+        if names is None:
+            names = _DATETIME_FIELDS[cls] = _datetime_fields(cls)
+        for name in names:
             value = getattr(self, name)
             if isinstance(value, datetime):
                 msgspec.structs.force_setattr(self, name, served_time(value))

@@ -1,13 +1,20 @@
-"""In-process wake-ups after commit: a run was queued, a cancel asked, an approval decided.
+"""Wake-ups after commit: a run was queued, a cancel asked, an approval decided.
 
-The database stays the truth (the runner also polls); this only makes the embedded
-runner react at once instead of at its next poll. Queued runs and cancel requests come
-from the threads domain's change port; approval decisions are this package's own.
+The database stays the truth (the runner also polls); this only makes the runner react
+at once instead of at its next poll. Queued runs and cancel requests come from the
+threads domain's change port; approval decisions are this package's own.
+
+Each wake-up is delivered to this process's listeners and handed to the relays, which
+carry it to the other server processes of the deployment: the Redis control channel
+(app/realtime/channels.py) when REDIS_URL is set, otherwise on PostgreSQL a LISTEN/NOTIFY
+connection (app/orchestrator/pg_wakeups.py). A process ignores its own wake-ups coming
+back (they carry its `ORIGIN`).
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from functools import partial
 from typing import Literal
@@ -22,7 +29,11 @@ from app.threads import changes
 logger = logging.getLogger(__name__)
 Kind = Literal["queued", "cancel", "approval"]
 Listener = Callable[[Kind, UUID], None]
+Relay = Callable[[str], None]  # sends an encoded wake-up to the other processes
+ORIGIN = uuid.uuid4().hex[:12]  # this process, in the wake-ups it sends
+_CODES: dict[str, Kind] = {"q": "queued", "c": "cancel", "a": "approval"}
 _listeners: list[Listener] = []
+_relays: list[Relay] = []
 
 
 def add_listener(listener: Listener) -> None:
@@ -34,6 +45,38 @@ def remove_listener(listener: Listener) -> None:
         _listeners.remove(listener)
 
 
+def add_relay(relay: Relay) -> None:
+    _relays.append(relay)
+
+
+def remove_relay(relay: Relay) -> None:
+    if relay in _relays:
+        _relays.remove(relay)
+
+
+def encode(kind: Kind, object_id: UUID) -> str:
+    """`<origin>:<q|c|a><uuid>`: short enough for any pub/sub payload."""
+    return f"{ORIGIN}:{kind[0]}{object_id.hex}"
+
+
+def receive(payload: str) -> None:
+    """A wake-up from another process (malformed ones and our own echoes are ignored)."""
+    origin, _, body = payload.partition(":")
+    kind = _CODES.get(body[:1])
+    if origin == ORIGIN or kind is None:
+        return
+    try:
+        object_id = UUID(hex=body[1:])
+    except ValueError:
+        return
+    _deliver(kind, object_id)
+
+
+def wake_all() -> None:
+    """After a relay reconnects: wake-ups may have been lost, so claim and look now."""
+    _deliver("queued", UUID(int=0))
+
+
 def _deliver(kind: Kind, object_id: UUID) -> None:
     for listener in list(_listeners):
         try:
@@ -42,16 +85,27 @@ def _deliver(kind: Kind, object_id: UUID) -> None:
             logger.exception("orchestrator listener failed")
 
 
+def _announce(kind: Kind, object_id: UUID) -> None:
+    _deliver(kind, object_id)
+    if _relays:
+        payload = encode(kind, object_id)
+        for relay in list(_relays):
+            try:
+                relay(payload)
+            except Exception:  # the others still poll: a lost wake-up costs latency only
+                logger.exception("wake-up relay failed")
+
+
 def notify_after_commit(session: AsyncSession | Session, kind: Kind, object_id: UUID) -> None:
-    on_commit(session, partial(_deliver, kind, object_id))
+    on_commit(session, partial(_announce, kind, object_id))
 
 
 class _RunWakeups(changes.ChangeSink):
     def run_queued(self, run_id: UUID) -> None:
-        _deliver("queued", run_id)
+        _announce("queued", run_id)
 
     def cancel_requested(self, run_id: UUID) -> None:
-        _deliver("cancel", run_id)
+        _announce("cancel", run_id)
 
 
 changes.register(_RunWakeups())

@@ -23,9 +23,25 @@ class OrchestratorPlugin(InitPluginProtocol):
         self.settings, self.db_config = settings, db_config
 
     def on_app_init(self, app_config: AppConfig) -> AppConfig:
+        if not self.settings.is_sqlite and not self.settings.redis_url:
+            # With Redis, app/realtime/channels.py relays wake-ups on its control channel.
+            app_config.lifespan.append(self._pg_wakeups)
         if self.settings.runner_enabled:
             app_config.lifespan.append(self._run_worker)
         return app_config
+
+    @asynccontextmanager
+    async def _pg_wakeups(self, app: Litestar) -> AsyncIterator[None]:
+        """Wake other processes' runners at once (also from a process without a runner)."""
+        from app.orchestrator.pg_wakeups import PgWakeups
+
+        wakeups = PgWakeups(self.settings)
+        await wakeups.start()
+        app.state.pg_wakeups = wakeups
+        try:
+            yield
+        finally:
+            await wakeups.stop()
 
     @asynccontextmanager
     async def _run_worker(self, app: Litestar) -> AsyncIterator[None]:

@@ -22,7 +22,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig
@@ -33,12 +33,13 @@ from litestar.config.app import AppConfig
 from litestar.events import listener
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from app.orchestrator import notify
 from app.realtime.events import Frame
 from app.realtime.publisher import InProcessPublisher, get_publisher
 from app.realtime.store import RealtimeStore
 from app.realtime.subscription import CallbackSubscriber
 from app.realtime.tokens import TOKEN_REVOKED, TokenWatch
-from app.realtime.wire import GAP, encode_frame, encode_probe, encode_revoked
+from app.realtime.wire import GAP, encode_frame, encode_probe, encode_revoked, encode_wakeup
 from app.settings import Settings
 
 if TYPE_CHECKING:
@@ -83,17 +84,30 @@ class RealtimeChannels(ChannelsPlugin):
         self._lost: set[str] = set()  # channels whose frames a failed publish dropped
         self._resync: asyncio.Task[None] | None = None
         self._probes: dict[bytes, asyncio.Event] = {}
+        self._token_cache: Any = None
         self.on_control(b"p", self._on_probe)
-        self.on_control(b"x", lambda digest: self.tokens.close_sockets(digest.decode()))
+        self.on_control(b"x", self._on_revoked)
+        self.on_control(b"w", lambda body: notify.receive(body.decode()))
 
     def on_app_init(self, app_config: AppConfig) -> AppConfig:
+        self._token_cache = app_config.state.get("token_cache")  # app/accounts/token_cache.py
         # The revoke endpoint emits TOKEN_REVOKED (app/accounts knows no channels).
         app_config.listeners.append(listener(TOKEN_REVOKED)(self.announce_revoked))
         return super().on_app_init(app_config)
 
+    def _on_revoked(self, digest: bytes) -> None:
+        if self._token_cache is not None:
+            self._token_cache.forget(digest.decode())
+        self.tokens.close_sockets(digest.decode())
+
     async def announce_revoked(self, token_digest: str) -> None:
         """Close the token's sockets in every process (through the control channel)."""
         self._outbox.append((encode_revoked(token_digest), self.control_channel))
+        self._outbox_ready.set()
+
+    def relay_wakeup(self, payload: str) -> None:
+        """Carry a runner wake-up (app/orchestrator/notify.py) to the other processes."""
+        self._outbox.append((encode_wakeup(payload), self.control_channel))
         self._outbox_ready.set()
 
     def channel_for(self, thread_id: UUID) -> str:
@@ -235,6 +249,7 @@ class RealtimeChannels(ChannelsPlugin):
             except Exception:  # down again, or the echo lost: try again
                 await asyncio.sleep(RETRY_SECONDS)
         logger.info("pub/sub reconnected: back-filling every subscription")
+        notify.wake_all()  # runner wake-ups may have been lost too
         for channel, subscribers in list(self._channels.items()):
             if channel != self.control_channel:
                 for subscriber in list(subscribers):
@@ -260,6 +275,8 @@ class RealtimeChannels(ChannelsPlugin):
         if isinstance(publisher, InProcessPublisher):
             publisher.add_listener(self.relay)
             self._publisher = publisher
+        if self._redis is not None:  # the memory backend reaches this process only
+            notify.add_relay(self.relay_wakeup)
         return self
 
     async def __aexit__(
@@ -268,6 +285,7 @@ class RealtimeChannels(ChannelsPlugin):
         exc_val: BaseException | None,
         exc_tb: TracebackType | None,
     ) -> None:
+        notify.remove_relay(self.relay_wakeup)
         if self._publisher is not None:
             self._publisher.remove_listener(self.relay)
             self._publisher = None

@@ -15,6 +15,7 @@ the row from the database, which it does for any gap anyway.
 The control channel (one per deployment, see channels.py) carries probes too, and
 
     x<token digest>\\n               a token was revoked: close its sockets
+    w<wake-up>\\n                   a run queued, a cancel, an approval (app/orchestrator/notify.py)
 """
 
 from __future__ import annotations
@@ -56,6 +57,10 @@ GAP = b"g\n"
 
 def encode_revoked(token_digest: str) -> bytes:
     return f"x{token_digest}\n".encode()
+
+
+def encode_wakeup(payload: str) -> bytes:
+    return f"w{payload}\n".encode()
 
 
 def encode_probe(token: str) -> bytes:

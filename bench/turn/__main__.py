@@ -1,214 +1,178 @@
-"""Turn benchmark: POST a message -> run completed, for a turn with 3 parallel tool calls.
+"""Turn benchmark over real server processes: HTTP + websocket, as a phone would.
 
-`uv run python -m bench.turn [--turns 300] [--warmup 30] [--dialect postgresql]`
+`uv run python -m bench.turn [--turns 300] [--clients 1,8] [--dialects sqlite,postgresql]
+[--processes 1] [--profile out.prof]`
 
-One process: the real app (runner on) on a fresh migrated database, its model pointed at
-a zero-latency fake OpenAI server over real loopback HTTP (litellm is not bypassed), a
-no-op tool. Each turn: POST (through the ASGI app) on a new thread -> model asks for 3
-calls -> 3 tool cells in_progress -> success -> model answers -> run completed. Latency is
-measured from sending the POST to the run's `completed` frame being published. Prints
-p50/p99, the model's share (time inside the model door: litellm + HTTP + fake server),
-and the cost per tool activity (the tool phase of the turn divided by 3).
+Per dialect (and process count): a fresh migrated database; the fake OpenAI-compatible
+model in a process of its own (each run: the model asks for 2 parallel `tasks` calls,
+then answers; real loopback HTTP through litellm); the app under uvicorn (`--processes N`
+server processes sharing the database; with N > 1 also Redis, which carries the frames
+between them). Each client: its own HTTP client and websocket on one server (clients
+round-robin over the servers), repeating: create a thread, subscribe, send a message,
+wait for the run's `completed` frame.
+
+Prints per row: p50/p99 turn latency (message POST -> `completed` frame), p50 of the
+whole script (thread POST -> `completed`), runs/s over all clients, and server CPU ms
+per run (user + system time of every server process, from /proc, over the measured runs).
+`--profile PATH` profiles the (single) server with cProfile over the measured runs of the
+last client count and writes PATH (read it with `python -m pstats PATH`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
-import tempfile
+import os
+import signal
+import subprocess
+import sys
 import time
-from collections import defaultdict
-from pathlib import Path
-from typing import Any, ClassVar
+import uuid
+from dataclasses import dataclass
 
-import httpx
-import msgspec
-import yaml
+from app.settings import PROJECT_ROOT
+from bench.rest.__main__ import free_port
+from bench.turn.client import TurnClient, TurnTimes
+from bench.turn.server import ServerProcess, servers
+from bench.turn.setup import TOKEN, database
 
-from app import create_app
-from app.orchestrator import runner as runner_module
-from app.realtime.events import RunFrame
-from app.realtime.publisher import InProcessPublisher, get_publisher
-from app.settings import Settings
-from app.tools.base import Tool, ToolContext, ToolResult
-from app.tools.registry import get_registry
-from app.tools.toolsets import DEFAULT_AGENT_TYPES_FILE
-from bench.turn.setup import make_user
-from tests.support.databases import (
-    create_postgres_database,
-    drop_postgres_database,
-    migrate,
-    sqlite_url,
-)
-from tests.support.fake_llm import Call, FakeLLM, Text, ToolCalls
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
-class NoopParams(msgspec.Struct, kw_only=True):
-    n: int = 0
+@dataclass
+class Row:
+    dialect: str
+    processes: int
+    clients: int
+    times: TurnTimes
+    seconds: float
+    cpu: float
+
+    def cells(self) -> list[str]:
+        runs = len(self.times.turn)
+        return [
+            f"{self.dialect:<11}",
+            f"{self.processes:>5}",
+            f"{self.clients:>7}",
+            f"{pct(self.times.turn, 0.5):>7.1f}",
+            f"{pct(self.times.turn, 0.99):>7.1f}",
+            f"{pct(self.times.script, 0.5):>10.1f}",
+            f"{runs / self.seconds:>7.1f}",
+            f"{1000 * self.cpu / max(1, runs):>10.1f}",
+            f"{self.times.failed:>6}",
+        ]
 
 
-class NoopTool(Tool):
-    name = "bench_noop"
-    description = "Does nothing, at once."
-    actions: ClassVar = {"run": NoopParams}
-
-    async def run_action(self, ctx: ToolContext, params: NoopParams) -> ToolResult:
-        return ToolResult.success({"n": params.n})
-
-
-def respond(body: dict[str, Any]) -> Text | ToolCalls:
-    if body["messages"][-1]["role"] == "tool":
-        return Text("Done.", pieces=2)
-    return ToolCalls(*(Call("bench_noop", {"action": "run", "n": i}) for i in range(3)))
-
-
-class Timings:
-    """Wraps the model door and the tool phase to split a turn's time."""
-
-    def __init__(self) -> None:
-        self.model: dict[Any, float] = defaultdict(float)
-        self.tools: dict[Any, float] = defaultdict(float)
-
-    def install(self) -> None:
-        stream_turn = runner_module.stream_turn
-        run_all = runner_module.ToolCallRunner.run_all
-        record_turn = runner_module.RunExecution._record_turn
-        timings = self
-
-        async def timed_stream(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return await stream_turn(*args, **kwargs)
-            finally:
-                timings.model[_run_id()] += time.perf_counter() - started
-
-        async def timed_record(self: Any, *args: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return await record_turn(self, *args)
-            finally:
-                timings.tools[str(self.run.id)] += time.perf_counter() - started
-
-        async def timed_run_all(self: Any, *args: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return await run_all(self, *args)
-            finally:
-                timings.tools[str(self.state.run.id)] += time.perf_counter() - started
-
-        runner_module.stream_turn = timed_stream
-        runner_module.ToolCallRunner.run_all = timed_run_all  # type: ignore[method-assign]
-        runner_module.RunExecution._record_turn = timed_record  # type: ignore[method-assign]
-
-
-def _run_id() -> Any:
-    task = asyncio.current_task()
-    return task.get_name().removeprefix("run-") if task else None
+HEADER = ["dialect    ", "procs", "clients", "p50 ms", "p99 ms", "script p50", "runs/s"]
+HEADER += ["CPU ms/run", "failed"]
 
 
 def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000
 
 
-async def bench(database_url: str, turns: int, warmup: int) -> None:
-    get_registry().register(NoopTool())
-    types = yaml.safe_load(DEFAULT_AGENT_TYPES_FILE.read_text())
-    types["agent_types"]["bench"] = {"tools": ["bench_noop"], "step_limit": 3}
-    types_file = Path(tempfile.mkdtemp()) / "agent_types.yaml"
-    types_file.write_text(yaml.safe_dump(types))
-    timings = Timings()
-    timings.install()
-    async with FakeLLM(respond) as llm:
-        settings = Settings(
-            database_url=database_url,
-            llm_model="openai/fake-model",
-            llm_api_base=llm.base_url,
-            llm_api_key="bench",
-            agent_types_file=str(types_file),
+def start_model() -> tuple[subprocess.Popen[str], str]:
+    model = subprocess.Popen(
+        [sys.executable, "-m", "bench.turn.model"],
+        cwd=PROJECT_ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert model.stdout is not None
+    return model, model.stdout.readline().strip()
+
+
+async def drive(
+    processes: list[ServerProcess], agent_id: str, clients: int, turns: int
+) -> tuple[TurnTimes, float]:
+    times = TurnTimes()
+    per_client = max(1, turns // clients)
+    started = time.perf_counter()
+    await asyncio.gather(
+        *(
+            TurnClient(processes[i % len(processes)].base, TOKEN, agent_id).run(per_client, times)
+            for i in range(clients)
         )
-        app = create_app(settings)
-        done: dict[str, asyncio.Future[str]] = {}
-
-        def on_frame(_: Any, frame: Any) -> None:
-            if isinstance(frame, RunFrame) and frame.run.status in ("completed", "failed"):
-                future = done.get(str(frame.run.id))
-                if future is not None and not future.done():
-                    future.set_result(frame.run.status)
-
-        publisher = get_publisher()
-        assert isinstance(publisher, InProcessPublisher)
-        publisher.add_listener(on_frame)
-        async with app.lifespan():
-            headers, agent_id = await make_user(app)
-            transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(
-                transport=transport, base_url="http://bench", headers=headers
-            ) as client:
-                latencies, model, tools = [], [], []
-                for i in range(warmup + turns):
-                    thread = (await client.post("/api/threads", json={"agent_id": agent_id})).json()
-                    loop = asyncio.get_running_loop()
-                    started = time.perf_counter()
-                    response = await client.post(
-                        f"/api/threads/{thread['id']}/messages", json={"content": "go"}
-                    )
-                    run_id = response.json()["run"]["id"]
-                    future = done.setdefault(run_id, loop.create_future())
-                    status = await asyncio.wait_for(future, 30)
-                    elapsed = time.perf_counter() - started
-                    assert status == "completed", status
-                    if i >= warmup:
-                        latencies.append(elapsed)
-                        model.append(timings.model.pop(run_id, 0.0))
-                        tools.append(timings.tools.pop(run_id, 0.0))
-        publisher.remove_listener(on_frame)
-    print(
-        f"turns: {turns} (after {warmup} warm-up), 3 parallel tool calls each, {_dialect(database_url)}"
     )
-    print(f"end-to-end  p50 {pct(latencies, 0.5):6.1f} ms   p99 {pct(latencies, 0.99):6.1f} ms")
-    print(
-        f"model door  p50 {pct(model, 0.5):6.1f} ms   p99 {pct(model, 0.99):6.1f} ms"
-        f"   (2 streamed calls: litellm + HTTP + fake server;"
-        f" {statistics.median(model) / statistics.median(latencies):.0%} of the p50 turn)"
-    )
-    print(
-        f"tool phase  p50 {pct(tools, 0.5):6.1f} ms   -> {pct(tools, 0.5) / 3:5.1f} ms per tool activity"
-        " (assistant+3 cells in one commit, 3 runs + 3 final writes)"
-    )
-    fake = llm.handler_seconds[-2 * turns :]
-    print(
-        f"fake model  mean {1000 * sum(fake) / turns:6.1f} ms per turn"
-        " (its own ASGI handler time for the 2 requests; the rest of the model door is"
-        " litellm + loopback HTTP)"
-    )
-    rest = [lat - m - t for lat, m, t in zip(latencies, model, tools, strict=True)]
-    print(
-        f"rest        p50 {pct(rest, 0.5):6.1f} ms   (POST, claim, history, final message + run commit)"
-    )
+    return times, time.perf_counter() - started
 
 
-def _dialect(url: str) -> str:
-    return "sqlite" if url.startswith("sqlite") else "postgresql"
+async def measure(
+    processes: list[ServerProcess], agent_id: str, clients: int, turns: int, warmup: int
+) -> tuple[TurnTimes, float, float]:
+    await drive(processes, agent_id, clients, warmup)
+    before = sum(p.cpu_seconds() for p in processes)
+    times, seconds = await drive(processes, agent_id, clients, turns)
+    cpu = sum(p.cpu_seconds() for p in processes) - before
+    return times, seconds, cpu
+
+
+def bench(args: argparse.Namespace, dialect: str, count: int) -> list[Row]:
+    rows = []
+    model, model_url = start_model()
+    try:
+        with database(dialect) as (url, agent_id):
+            env = {
+                **os.environ,
+                "DATABASE_URL": url,
+                "LLM_MODEL": "openai/fake-model",
+                "LLM_API_BASE": model_url,
+                "LLM_API_KEY": "bench",
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                "CHANNELS_PREFIX": f"bench-{uuid.uuid4().hex[:8]}:",
+            }
+            if count > 1 or args.redis:
+                env["REDIS_URL"] = REDIS_URL
+            if args.profile:
+                env["BENCH_PROFILE"] = os.path.abspath(args.profile)
+            clients = [int(c) for c in args.clients.split(",")]
+
+            async def run_all() -> None:
+                async with servers(env, [free_port() for _ in range(count)]) as processes:
+                    for index, n in enumerate(clients):
+                        last = index == len(clients) - 1
+                        if args.profile and last:
+                            await drive(processes, agent_id, n, args.warmup)
+                            processes[0].process.send_signal(signal.SIGUSR1)
+                        times, seconds, cpu = await measure(
+                            processes,
+                            agent_id,
+                            n,
+                            args.turns,
+                            0 if args.profile and last else args.warmup,
+                        )
+                        if args.profile and last:
+                            processes[0].process.send_signal(signal.SIGUSR2)
+                            await asyncio.sleep(1)
+                        rows.append(Row(dialect, count, n, times, seconds, cpu))
+                        print(" ".join(rows[-1].cells()), flush=True)
+
+            asyncio.run(run_all())
+    finally:
+        assert model.stdin is not None
+        model.stdin.close()
+        model.wait(timeout=10)
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=300)
-    parser.add_argument("--warmup", type=int, default=30)
-    parser.add_argument("--dialect", choices=["postgresql", "sqlite"], default="postgresql")
+    parser.add_argument("--turns", type=int, default=300, help="measured runs per row")
+    parser.add_argument("--warmup", type=int, default=40)
+    parser.add_argument("--clients", default="1,8")
+    parser.add_argument("--dialects", default="sqlite,postgresql")
+    parser.add_argument("--processes", default="1", help="e.g. 1,2 (more than 1: Redis)")
+    parser.add_argument("--redis", action="store_true", help="Redis also with one process")
+    parser.add_argument("--profile", help="cProfile the server over the last row's runs")
     args = parser.parse_args()
-    if args.dialect == "sqlite":
-        url, name = sqlite_url(Path(tempfile.mkdtemp())), None
-    else:
-        url, name = create_postgres_database()
-    try:
-        migrate(url)
-        asyncio.run(bench(url, args.turns, args.warmup))
-    finally:
-        if name:
-            drop_postgres_database(name)
+    print(" ".join(HEADER), flush=True)
+    for dialect in args.dialects.split(","):
+        for count in (int(p) for p in args.processes.split(",")):
+            bench(args, dialect.strip(), count)
 
 
 if __name__ == "__main__":

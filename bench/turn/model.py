@@ -1,0 +1,42 @@
+"""The fake model as a process of its own: `python -m bench.turn.model` prints its base URL.
+
+Out of the benchmark's process so that neither its clients nor the fake model steal each
+other's CPU. Every first call of a run asks for 2 parallel `tasks` calls; the call after
+the tool results answers with text. It stops when its stdin closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from tests.support.fake_llm import Call, FakeLLM, Text, ToolCalls
+
+
+def respond(body: dict[str, Any]) -> Text | ToolCalls:
+    if body["messages"][-1]["role"] == "tool":
+        return Text("Both tasks are on your list.", pieces=4)
+    return ToolCalls(
+        Call("tasks", {"action": "create", "title": "Buy milk"}),
+        Call("tasks", {"action": "create", "title": "Buy bread"}),
+    )
+
+
+class _Forgetful(FakeLLM):
+    """Keeps no request bodies (a long benchmark would hold thousands)."""
+
+    def _next(self, body: dict[str, Any]) -> Any:
+        self.requests.clear()
+        self.handler_seconds.clear()
+        return super()._next(body)
+
+
+async def main() -> None:
+    async with _Forgetful(respond) as llm:
+        print(llm.base_url, flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

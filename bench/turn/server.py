@@ -1,0 +1,100 @@
+"""The server under test: `uvicorn --factory bench.turn.server:create` (the app as
+deployed), and the processes the benchmark starts and measures.
+
+With `BENCH_PROFILE=<path>` the server profiles itself with cProfile between SIGUSR1
+(start) and SIGUSR2 (stop, write `<path>`), so warm-up and start-up stay out of it.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import httpx
+from litestar import Litestar
+
+from app import create_app
+from app.settings import PROJECT_ROOT
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def create() -> Litestar:
+    app = create_app()
+    path = os.environ.get("BENCH_PROFILE")
+    if path:
+        app.on_startup.append(lambda: _install_profiler(path))
+    return app
+
+
+def _install_profiler(path: str) -> None:
+    import asyncio
+
+    profiler = cProfile.Profile()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGUSR1, profiler.enable)
+
+    def stop() -> None:
+        profiler.disable()
+        profiler.dump_stats(path)
+
+    loop.add_signal_handler(signal.SIGUSR2, stop)
+
+
+@dataclass
+class ServerProcess:
+    process: subprocess.Popen[bytes]
+    base: str
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU of the process (every thread) so far, from /proc."""
+        with open(f"/proc/{self.process.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _wait_ready(base: str, process: subprocess.Popen[bytes], timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("server did not become ready")
+
+
+@asynccontextmanager
+async def servers(env: dict[str, str], ports: list[int]) -> AsyncIterator[list[ServerProcess]]:
+    """Server processes sharing `env` (one per port), once all are healthy."""
+    started: list[ServerProcess] = []
+    try:
+        for port in ports:
+            command = [sys.executable, "-m", "uvicorn", "--factory", "bench.turn.server:create"]
+            command += ["--host", "127.0.0.1", "--port", str(port), "--no-access-log"]
+            command += ["--log-level", "warning"]
+            process = subprocess.Popen(  # noqa: ASYNC220 - started once, before measuring
+                command, cwd=PROJECT_ROOT, env=env, stderr=subprocess.DEVNULL
+            )
+            started.append(ServerProcess(process, f"http://127.0.0.1:{port}"))
+        for server in started:
+            _wait_ready(server.base, server.process)
+        yield started
+    finally:
+        for server in started:
+            server.process.terminate()
+        for server in started:
+            try:
+                server.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.process.kill()
