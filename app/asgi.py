@@ -18,6 +18,7 @@ from app.cli.plugin import CLIPlugin
 from app.db.config import build_sqlalchemy_config
 from app.db.schema import schema_lifespan
 from app.db.session import session_dependency
+from app.devices.controllers import DeviceController
 from app.lib.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
 from app.lib.health import health
 from app.lib.openapi import (
@@ -30,6 +31,8 @@ from app.lib.requests import ApiRequest
 from app.lib.security import add_security_headers
 from app.orchestrator.approval_controller import ApprovalController
 from app.orchestrator.plugin import OrchestratorPlugin
+from app.push.controllers import LiveActivityController
+from app.push.plugin import PushPlugin
 from app.realtime.channels import RealtimeChannels
 from app.realtime.socket import realtime_socket
 from app.settings import Settings, get_settings
@@ -52,6 +55,8 @@ ROUTES = [
     ApprovalController,
     RunController,
     TaskController,
+    DeviceController,
+    LiveActivityController,
     realtime_socket,
     ToolController,
     docs_assets,
@@ -98,6 +103,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             StrictStructSchemaPlugin(),
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
+            PushPlugin(settings, db_config),
             OrchestratorPlugin(settings, db_config),  # last: its lifespan exits first
         ],
         dependencies={

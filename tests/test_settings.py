@@ -87,6 +87,19 @@ DEFAULTS = {
     "runner_heartbeat_seconds": 0.5,
     "runner_heartbeat_timeout_seconds": 3.0,
     "runner_db_retry_seconds": 60.0,
+    "apns_key_file": None,
+    "apns_key_id": None,
+    "apns_team_id": None,
+    "apns_topic": None,
+    "apns_environment": "production",
+    "apns_base_url": None,
+    "apns_ca_file": None,
+    "push_retry_base_seconds": 2.0,
+    "push_max_attempts": 8,
+    "push_poll_seconds": 5.0,
+    "presence_ttl_seconds": 30.0,
+    "live_activity_update_seconds": 5.0,
+    "live_activity_dismiss_seconds": 900.0,
 }
 
 
