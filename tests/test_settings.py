@@ -116,6 +116,9 @@ def other_value(variable: Variable) -> tuple[str, object]:
         return str(default + 1.5), default + 1.5
     if isinstance(kind, msgspec.inspect.StrType):
         return f"set-{variable.name.lower()}", f"set-{variable.name.lower()}"
+    if isinstance(kind, msgspec.inspect.LiteralType):
+        other = next(v for v in sorted(kind.values) if v != default)
+        return str(other), other
     pytest.fail(f"{variable.name}: teach other_value() a {kind!r}")
 
 
