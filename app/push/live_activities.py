@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -21,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from uuid_utils.compat import uuid7
 
 from app.db.models import LiveActivity, PushDelivery, Run, Thread, User
+from app.db.outbox import on_commit
 from app.db.upsert import dialect_insert
 from app.lib.time import utcnow
 from app.push import payloads, repository
@@ -121,7 +123,7 @@ async def register(
         repository.activity_by_token(push_token).execution_options(populate_existing=True)
     )
     assert registered is not None
-    changes_seen(thread.id)
+    on_commit(session, partial(changes_seen, thread.id))  # its first state, once it is stored
     return registered
 
 

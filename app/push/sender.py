@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import PushDelivery
@@ -128,15 +129,18 @@ class PushSender:
     async def _record(self, results: list[Sent]) -> None:
         now = utcnow()
         async with self._sessions() as session:
+            ids = [result.delivery.id for result in results]
+            rows = await session.scalars(select(PushDelivery).where(PushDelivery.id.in_(ids)))
+            current = {row.id: row for row in rows}
             for result in results:
-                await self._record_one(session, result, now)
+                delivery = current.get(result.delivery.id)
+                if delivery is not None:  # else its device was deleted meanwhile
+                    await self._record_one(session, delivery, result.answer, now)
             await session.commit()
 
-    async def _record_one(self, session: AsyncSession, result: Sent, now: datetime) -> None:
-        delivery = await session.get(PushDelivery, result.delivery.id)
-        if delivery is None:
-            return  # its device was deleted meanwhile
-        answer = result.answer
+    async def _record_one(
+        self, session: AsyncSession, delivery: PushDelivery, answer: Answer, now: datetime
+    ) -> None:
         delivery.attempts += 1
         delivery.last_error = f"{answer.status} {answer.reason}" if answer.reason else None
         outcome = answer.verdict.value
@@ -160,7 +164,6 @@ class PushSender:
             await session.flush()
             for statement in repository.forget_device(delivery.device_id):
                 await session.execute(statement)
-            session.expunge(delivery)
         elif delivery.live_activity_id is not None:
             await session.execute(repository.end_activity(delivery.live_activity_id, now))
 
