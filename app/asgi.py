@@ -30,6 +30,7 @@ from app.lib.problems import problem_details_plugin
 from app.lib.requests import ApiRequest
 from app.lib.security import add_security_headers
 from app.orchestrator.approval_controller import ApprovalController
+from app.orchestrator.device_result_controller import DeviceResultController
 from app.orchestrator.plugin import OrchestratorPlugin
 from app.push.controllers import LiveActivityController
 from app.push.plugin import PushPlugin
@@ -53,6 +54,7 @@ ROUTES = [
     ThreadController,
     MessageController,
     ApprovalController,
+    DeviceResultController,
     RunController,
     TaskController,
     DeviceController,

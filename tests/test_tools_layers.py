@@ -1,6 +1,6 @@
 """The tools layers point one way, checked on the source (every import, also inside functions).
 
-tools contract (base, errors, validation, schema, toolsets)  <-  domain services (agents,
+tools contract (base, errors, validation, schema, toolsets, device)  <-  domain services (agents,
 tasks, memories, accounts)  <-  builtin tools (which call the domain services). The registry
 of builtins is wired in by the composition root (create_app), never by a domain package.
 """
@@ -16,7 +16,7 @@ APP = Path(__file__).resolve().parent.parent / "app"
 DOMAIN_PACKAGES = ("agents", "tasks", "memories", "accounts")
 TOOLS_ABOVE_CONTRACT = ("app.tools.builtin", "app.tools.registry")
 LAYERS_ABOVE_TOOLS = ("app.agents", "app.tasks", "app.memories", "app.threads", "app.orchestrator")
-CONTRACT_MODULES = ("base", "errors", "validation", "schema", "toolsets")
+CONTRACT_MODULES = ("base", "errors", "validation", "schema", "toolsets", "device")
 
 
 def module_name(path: Path) -> str:

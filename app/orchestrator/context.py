@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 
 class ApprovalWaiters:
-    """In-process wake-ups for runs waiting on an approval decision (by message id)."""
+    """In-process wake-ups for runs waiting on the user (approval or device), by message id."""
 
     def __init__(self) -> None:
         self._events: dict[UUID, asyncio.Event] = {}
@@ -53,6 +53,9 @@ class RunnerDeps:
     http: httpx.AsyncClient
     owner: str
     approvals: ApprovalWaiters = field(default_factory=ApprovalWaiters)
+    # Cells whose run waits for the user (message id -> run id): those runs hold no slot.
+    parked: dict[UUID, UUID] = field(default_factory=dict)
+    slot_freed: Callable[[], None] = lambda: None  # the worker claims more runs at once
 
     _inflight: set[asyncio.Task[Any]] = field(default_factory=set)
 
@@ -79,6 +82,9 @@ class RunnerDeps:
         """Wait for writes still finishing (e.g. those of a cancelled run's tasks)."""
         if self._inflight:
             await asyncio.wait(list(self._inflight), timeout=10)
+
+    def parked_runs(self) -> int:
+        return len(set(self.parked.values()))
 
     def model_target(self, agent: Agent) -> ModelTarget:
         settings = self.settings

@@ -16,12 +16,14 @@ from typing import Any
 import msgspec
 
 from app.db.models import Agent, ThreadMessage
-from app.orchestrator.approvals import wait_for_decision
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
+from app.orchestrator.waits import wait_for_user
 from app.threads import activity as cell
 from app.threads.writer import update_message
 from app.tools.base import ToolContext, ToolResult
+from app.tools.device import validate_device_call
 from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, parse_call
+from app.tools.toolsets import get_device_tool
 from app.tools.validation import decode_arguments
 
 logger = logging.getLogger(__name__)
@@ -39,6 +41,8 @@ class PlannedCall:
     delegate: Agent | None = None
     immediate: ToolResult | None = None  # decided without running (e.g. budget spent)
     result: ToolResult | None = None
+    wait_seconds: float | None = None  # awaiting_device: how long the phone has to answer
+    refused: ToolResult | None = None  # a device call's arguments off its schema
     message: ThreadMessage | None = field(default=None, repr=False)
 
 
@@ -59,6 +63,8 @@ def plan_call(call: dict[str, Any], spec: LoopSpec, state: RunState, budget: int
         )
     elif name in spec.delegates:
         planned.delegate = spec.delegates[name]
+    elif name in spec.allowed and (device := get_device_tool(name)) is not None:
+        _plan_device_call(planned, device, arguments)
     else:
         parsed = parse_call(name, arguments, allowed=spec.allowed)
         if not isinstance(parsed, ToolResult):
@@ -74,10 +80,23 @@ def plan_call(call: dict[str, Any], spec: LoopSpec, state: RunState, budget: int
     return planned
 
 
+def _plan_device_call(planned: PlannedCall, device: Any, arguments: Any) -> None:
+    """The phone runs it: valid arguments make the cell wait for the device's answer."""
+    checked = validate_device_call(device, arguments)
+    if isinstance(checked, ToolResult):
+        planned.refused = checked  # the cell fails at once; the model corrects itself
+        return
+    planned.input = checked
+    planned.user_facing = device.is_user_facing
+    planned.status = cell.AWAITING_DEVICE
+    planned.wait_seconds = device.timeout_seconds
+
+
 def tool_message_fields(
     planned: PlannedCall, state: RunState, approval_ttl: float
 ) -> dict[str, Any]:
-    """The new tool message of a planned call (status in_progress or awaiting_approval)."""
+    """The new tool message of a planned call (in_progress, awaiting_approval or
+    awaiting_device)."""
     return {
         "role": "tool",
         "run_id": state.run.id,
@@ -88,6 +107,7 @@ def tool_message_fields(
             planned.name,
             planned.input,
             approval_ttl=approval_ttl if planned.status == cell.AWAITING_APPROVAL else None,
+            device_ttl=planned.wait_seconds if planned.status == cell.AWAITING_DEVICE else None,
         ),
     }
 
@@ -112,7 +132,7 @@ class ToolCallRunner:
             logger.exception("tool call %s (%s) failed in the runner", planned.id, planned.name)
             result = ToolResult.failure(SAFE_SYSTEM_ERROR, "system_error")
         planned.result = result
-        if result is None:  # decided elsewhere (denied or expired approval): already written
+        if result is None:  # answered elsewhere (approval denied, device result, expiry): written
             assert planned.message is not None
             return planned.message.content or ""
         await self._finish(planned, result)
@@ -121,12 +141,16 @@ class ToolCallRunner:
     async def _result(self, spec: LoopSpec, planned: PlannedCall) -> ToolResult | None:
         if planned.immediate is not None:
             return planned.immediate
+        if planned.refused is not None:
+            return planned.refused
         if planned.delegate is not None:
             return await self.delegate(planned, planned.delegate)
+        if planned.status == cell.AWAITING_DEVICE:
+            await self._wait_for_user(planned, planned.wait_seconds or 0)
+            return None  # the app's result (or the expiry) is on the message already
         if planned.status == cell.AWAITING_APPROVAL:
+            await self._wait_for_user(planned, self.deps.settings.approval_ttl_seconds)
             assert planned.message is not None
-            async with self.state.deadline_paused(self.deps.settings.approval_ttl_seconds):
-                planned.message = await wait_for_decision(self.deps, planned.message)
             if cell.status_of(planned.message.tool_activity) != cell.IN_PROGRESS:
                 return None
         ctx = ToolContext(
@@ -144,6 +168,11 @@ class ToolCallRunner:
         return await execute_tool_call(
             ctx, planned.name, planned.arguments, allowed=spec.allowed, cache=self.state.cache
         )
+
+    async def _wait_for_user(self, planned: PlannedCall, longest: float) -> None:
+        assert planned.message is not None
+        async with self.state.deadline_paused(longest):
+            planned.message = await wait_for_user(self.deps, planned.message)
 
     def _progress_writer(self, planned: PlannedCall) -> Callable[..., Awaitable[None]]:
         async def progress(

@@ -44,6 +44,7 @@ class RunWorker:
             owner=owner,
             http=httpx.AsyncClient(timeout=30, follow_redirects=False),
         )
+        self.deps.slot_freed = self._wake_soon
         self.settings = settings
         self.executions: dict[UUID, RunExecution] = {}
         self._wake = asyncio.Event()
@@ -113,8 +114,15 @@ class RunWorker:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=poll)
 
+    def _wake_soon(self) -> None:
+        self._wake.set()
+
+    def _busy_runs(self) -> int:
+        """Runs holding a slot: those waiting for the user (approval, device) do not."""
+        return len(self.executions) - self.deps.parked_runs()
+
     async def _claim_all(self) -> None:
-        while len(self.executions) < self.settings.runner_max_concurrent_runs:
+        while self._busy_runs() < self.settings.runner_max_concurrent_runs:
             run = await self.deps.write(
                 lambda s: runs.claim_next_run(
                     s, self.deps.owner, self.settings.run_lease_seconds, postgres=self._postgres

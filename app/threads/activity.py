@@ -5,8 +5,10 @@ Struct the app reads (app/threads/schemas.py). Everything that writes one builds
 here, so a new status or field is one edit in this module:
 
     started ─┬─> progressed* ─> finished (success | failure)
-             └─> awaiting_approval ─┬─> approved (in_progress) ─> …
-                                    └─> denied | expired (failure)
+             ├─> awaiting_approval ─┬─> approved (in_progress) ─> …
+             │                      └─> denied | expired (failure)
+             └─> awaiting_device ─┬─> answered (success | failure: the phone's result)
+                                  └─> expired (failure: timeout)
     any open cell ─> closed (failure: the run ended first)
 
 Each function returns a new dict (the input is never changed); timestamps are ISO
@@ -21,16 +23,20 @@ from typing import Any, Literal, Protocol
 
 from app.lib.time import utcnow
 
-ToolStatus = Literal["in_progress", "awaiting_approval", "success", "failure"]
+ToolStatus = Literal["in_progress", "awaiting_approval", "awaiting_device", "success", "failure"]
 IN_PROGRESS: ToolStatus = "in_progress"
 AWAITING_APPROVAL: ToolStatus = "awaiting_approval"
+AWAITING_DEVICE: ToolStatus = "awaiting_device"  # a device tool: the phone runs it
 SUCCESS: ToolStatus = "success"
 FAILURE: ToolStatus = "failure"
-OPEN_STATUSES: tuple[ToolStatus, ...] = (IN_PROGRESS, AWAITING_APPROVAL)
+WAITING_STATUSES: tuple[ToolStatus, ...] = (AWAITING_APPROVAL, AWAITING_DEVICE)
+OPEN_STATUSES: tuple[ToolStatus, ...] = (IN_PROGRESS, *WAITING_STATUSES)
 
 WAITING_FOR_APPROVAL = "Waiting for your approval"
 APPROVED = "Approved"
 EXPIRED = "The approval request expired before anyone decided."
+WAITING_FOR_DEVICE = "Waiting for your phone"
+DEVICE_EXPIRED = "The phone did not answer in time (the app may be closed)."
 INTERRUPTED = "interrupted"  # the error of a cell closed because its run stopped
 
 Activity = dict[str, Any]
@@ -58,6 +64,15 @@ def is_awaiting(activity: Activity | None) -> bool:
     return status_of(activity) == AWAITING_APPROVAL
 
 
+def is_awaiting_device(activity: Activity | None) -> bool:
+    return status_of(activity) == AWAITING_DEVICE
+
+
+def is_waiting(activity: Activity | None) -> bool:
+    """Waiting for the user: an approval decision or a device's result."""
+    return status_of(activity) in WAITING_STATUSES
+
+
 def expires_at(activity: Activity | None) -> datetime | None:
     raw = (activity or {}).get("expires_at")
     return datetime.fromisoformat(raw) if raw else None
@@ -73,23 +88,29 @@ def started(
     input_: dict[str, Any] | None,
     *,
     approval_ttl: float | None = None,
+    device_ttl: float | None = None,
     now: datetime | None = None,
 ) -> Activity:
-    """A new cell: in_progress, or awaiting_approval for `approval_ttl` seconds."""
+    """A new cell: in_progress, awaiting_approval for `approval_ttl` seconds, or
+    awaiting_device (the phone runs the tool) for `device_ttl` seconds."""
     now = now or utcnow()
-    awaiting = approval_ttl is not None
+    status, message, ttl = IN_PROGRESS, None, None
+    if approval_ttl is not None:
+        status, message, ttl = AWAITING_APPROVAL, WAITING_FOR_APPROVAL, approval_ttl
+    elif device_ttl is not None:
+        status, message, ttl = AWAITING_DEVICE, WAITING_FOR_DEVICE, device_ttl
     return {
         "id": call_id,
         "name": name,
-        "status": AWAITING_APPROVAL if awaiting else IN_PROGRESS,
+        "status": status,
         "input": input_,
         "data": None,
-        "display_message": WAITING_FOR_APPROVAL if awaiting else None,
+        "display_message": message,
         "error": None,
         "error_type": None,
         "started_at": now.isoformat(),
         "finished_at": None,
-        "expires_at": (now + timedelta(seconds=approval_ttl)).isoformat() if awaiting else None,
+        "expires_at": (now + timedelta(seconds=ttl)).isoformat() if ttl is not None else None,
     }
 
 
@@ -144,7 +165,16 @@ def denied(activity: Activity, error: str) -> Activity:
 
 
 def expired(activity: Activity) -> Activity:
+    """Nobody answered in time: an approval counts as denied, a device call timed out."""
+    if is_awaiting_device(activity):
+        return closed(activity, error_type="timeout", error=DEVICE_EXPIRED)
     return denied(activity, EXPIRED)
+
+
+def expiry_error(activity: Activity) -> tuple[str, str]:
+    """(error, error_type) of `expired(activity)`: what the model is told."""
+    ended = expired(activity)
+    return ended["error"], ended["error_type"]
 
 
 def closed(

@@ -125,4 +125,13 @@ class ApprovalDecision(Input):
     reason: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
 
 
+class DeviceToolResult(Input):
+    """The phone's answer to a device tool call: `output` (an object, checked against the
+    tool's `result_schema`), or `error` with an `error_type` (default `system_error`)."""
+
+    output: dict[str, Any] | None = None
+    error: Annotated[str, msgspec.Meta(min_length=1, max_length=2000)] | None = None
+    error_type: ErrorType | None = None
+
+
 __all__ = ("NonNegativeInt",)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 from litestar import Controller, get
 
@@ -23,6 +25,11 @@ class ToolRead(Schema):
     confirmation_actions: list[str]
     non_user_facing_actions: list[str]
     agent_types: list[str]
+    # "device": the phone runs the tool; its cell waits as `awaiting_device` until the
+    # app posts the output (validated against `result_schema`) to …/messages/{id}/result.
+    executor: Literal["server", "device"] = "server"
+    timeout_seconds: float = 30
+    result_schema: dict[str, object] | None = None
 
 
 class ToolList(Schema):

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from app.tools.base import Tool
+from app.tools.device import DeviceToolSpec
+from app.tools.toolsets import device_tools
 
 
 class ToolCatalogEntry(msgspec.Struct, kw_only=True):
@@ -22,7 +24,11 @@ class ToolCatalogEntry(msgspec.Struct, kw_only=True):
     requires_confirmation: bool  # true when the tool, or any of its actions, asks first
     confirmation_actions: list[str]  # the actions that ask the user before running
     non_user_facing_actions: list[str]
-    timeout_seconds: float
+    timeout_seconds: float  # device tools: how long the call waits for the phone
+    # "server": runs here; "device": the phone runs it (the cell waits as awaiting_device
+    # until the app posts the result to …/messages/{message_id}/result).
+    executor: Literal["server", "device"] = "server"
+    result_schema: dict[str, Any] | None = None  # device tools: the output the app posts
 
 
 class ToolRegistry:
@@ -46,10 +52,20 @@ class ToolRegistry:
         return name in self._tools
 
     def catalog(self) -> list[ToolCatalogEntry]:
-        return [_catalog_entry(tool) for tool in self._tools.values()]
+        """The registered tools, then the device tools the agent-types file declares."""
+        devices = [_device_entry(spec) for spec in device_tools().values()]
+        return [_catalog_entry(tool) for tool in self._tools.values()] + devices
 
     def function_definitions(self, names: Iterable[str]) -> list[dict[str, Any]]:
-        return [self._tools[n].function_definition() for n in names if n in self._tools]
+        """What the model is offered for `names` (server and device tools)."""
+        devices = device_tools()
+        definitions = []
+        for name in names:
+            if name in self._tools:
+                definitions.append(self._tools[name].function_definition())
+            elif name in devices:
+                definitions.append(devices[name].function_definition())
+        return definitions
 
 
 def _catalog_entry(tool: Tool) -> ToolCatalogEntry:
@@ -64,6 +80,22 @@ def _catalog_entry(tool: Tool) -> ToolCatalogEntry:
         confirmation_actions=confirm,
         non_user_facing_actions=sorted(tool.non_user_facing_actions),
         timeout_seconds=tool.timeout_seconds,
+    )
+
+
+def _device_entry(spec: DeviceToolSpec) -> ToolCatalogEntry:
+    return ToolCatalogEntry(
+        name=spec.name,
+        description=spec.description,
+        actions=[],
+        parameters=spec.parameters,
+        is_user_facing=spec.is_user_facing,
+        requires_confirmation=False,
+        confirmation_actions=[],
+        non_user_facing_actions=[],
+        timeout_seconds=spec.timeout_seconds,
+        executor="device",
+        result_schema=spec.result_schema,
     )
 
 

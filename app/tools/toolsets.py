@@ -1,6 +1,8 @@
 """Agent types and their toolsets, declared in agent_types.yaml and validated at startup.
 
 The effective toolset of an agent is its type's toolset narrowed by its enabled_tools.
+The file also declares device tools (run by the phone, app/tools/device.py): a toolset
+may name them like any registered tool.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from typing import Annotated, Literal
 
 import msgspec
 import yaml  # type: ignore[import-untyped]
+
+from app.tools.device import DeviceToolSpec, declaration_problem
 
 DEFAULT_AGENT_TYPES_FILE = Path(__file__).with_name("agent_types.yaml")
 
@@ -32,11 +36,10 @@ class AgentTypeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 class _AgentTypesFile(msgspec.Struct, forbid_unknown_fields=True):
     agent_types: dict[str, AgentTypeConfig]
+    device_tools: dict[str, DeviceToolSpec] = {}
 
 
-def parse_agent_types(
-    text: str, known_tools: list[str], source: str = "agent_types.yaml"
-) -> dict[str, AgentTypeConfig]:
+def _read_file(text: str, source: str) -> _AgentTypesFile:
     try:
         raw = yaml.safe_load(text)
         parsed = msgspec.convert(raw, _AgentTypesFile, strict=True)
@@ -46,6 +49,30 @@ def parse_agent_types(
         raise AgentTypesError(f"{source}: {exc}") from None
     if not parsed.agent_types:
         raise AgentTypesError(f"{source}: declares no agent types.")
+    return parsed
+
+
+def parse_device_tools(
+    text: str, registered_tools: list[str], source: str = "agent_types.yaml"
+) -> dict[str, DeviceToolSpec]:
+    """The file's device tools, checked: valid names and schemas, no clash with a registered tool."""
+    tools: dict[str, DeviceToolSpec] = {}
+    for name, spec in _read_file(text, source).device_tools.items():
+        spec = msgspec.structs.replace(spec, name=name)
+        problem = declaration_problem(spec)
+        if problem is None and name in registered_tools:
+            problem = f"device tool {name!r} has the name of a server tool"
+        if problem is not None:
+            raise AgentTypesError(f"{source}: {problem}.")
+        tools[name] = spec
+    return tools
+
+
+def parse_agent_types(
+    text: str, known_tools: list[str], source: str = "agent_types.yaml"
+) -> dict[str, AgentTypeConfig]:
+    """The file's agent types; their toolsets may name `known_tools` (server and device)."""
+    parsed = _read_file(text, source)
     types: dict[str, AgentTypeConfig] = {}
     for name, config in parsed.agent_types.items():
         unknown = [t for t in config.tools if t not in known_tools]
@@ -69,7 +96,7 @@ def load_agent_types(
     registry's, so this module (and the domain services that ask it which tools exist)
     never imports the builtin tools. Later calls reuse the one given first.
     """
-    global _AGENT_TYPES, _TOOL_NAMES
+    global _AGENT_TYPES, _TOOL_NAMES, _DEVICE_TOOLS
     if tool_names is not None:
         _TOOL_NAMES = tool_names
     file = Path(path) if path else DEFAULT_AGENT_TYPES_FILE
@@ -77,23 +104,40 @@ def load_agent_types(
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise AgentTypesError(f"Cannot read agent types file {file}: {exc.strerror}") from None
-    types = parse_agent_types(text, known_tool_names(), source=str(file))
-    _AGENT_TYPES = types
+    devices = parse_device_tools(text, _registered_tool_names(), source=str(file))
+    types = parse_agent_types(text, _registered_tool_names() + list(devices), source=str(file))
+    _AGENT_TYPES, _DEVICE_TOOLS = types, devices
     return types
 
 
 ToolNames = Callable[[], Iterable[str]]
 _AGENT_TYPES: dict[str, AgentTypeConfig] | None = None
+_DEVICE_TOOLS: dict[str, DeviceToolSpec] = {}
 _TOOL_NAMES: ToolNames | None = None
 
 
-def known_tool_names() -> list[str]:
-    """The registered tools' names (what enabled_tools and agent types may list)."""
+def _registered_tool_names() -> list[str]:
     if _TOOL_NAMES is None:
         raise AgentTypesError(
             "The tool names are not known yet: create_app passes them to load_agent_types."
         )
     return list(_TOOL_NAMES())
+
+
+def known_tool_names() -> list[str]:
+    """Every tool an agent may list in enabled_tools: registered (server) and device tools."""
+    agent_types()  # device tools are known once the file is read
+    return _registered_tool_names() + list(_DEVICE_TOOLS)
+
+
+def device_tools() -> dict[str, DeviceToolSpec]:
+    """The declared device tools by name (empty until the agent-types file is loaded)."""
+    agent_types()
+    return _DEVICE_TOOLS
+
+
+def get_device_tool(name: str) -> DeviceToolSpec | None:
+    return device_tools().get(name)
 
 
 def agent_types() -> dict[str, AgentTypeConfig]:

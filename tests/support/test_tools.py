@@ -98,7 +98,8 @@ def register_test_tools() -> None:
 
 
 def write_agent_types(directory: Path) -> Path:
-    """The default agent types plus `tester` (test tools, delegation) and `tester_reject`."""
+    """The default agent types plus `tester` (test tools, delegation), `tester_reject` and
+    `tester_device` (device tools, one of them quick to expire)."""
     data = yaml.safe_load(DEFAULT_AGENT_TYPES_FILE.read_text())
     tools = ["tasks", "memory", *TEST_TOOLS]
     data["agent_types"]["tester"] = {
@@ -109,6 +110,14 @@ def write_agent_types(directory: Path) -> Path:
     }
     data["agent_types"]["tester_reject"] = {"tools": tools, "double_texting": "reject"}
     data["agent_types"]["specialist"]["tools"] = ["memory", "test_echo"]
+    # A device tool the phone must answer within a second (expiry tests).
+    data["device_tools"]["test_quick_device"] = {
+        "description": "A device tool that expires fast.",
+        "timeout_seconds": 1.0,
+    }
+    data["agent_types"]["tester_device"] = {
+        "tools": ["tasks", "device_location", "calendar_events", "test_quick_device"],
+    }
     path = directory / "agent_types.yaml"
     path.write_text(yaml.safe_dump(data))
     return path

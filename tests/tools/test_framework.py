@@ -204,7 +204,10 @@ async def test_new_run_has_a_fresh_cache(flaky: ToolHarness) -> None:
 
 
 def test_every_schema_is_strict_friendly() -> None:
+    """Server tools' schemas (device tools' are the operator's, declared in YAML)."""
     for tool in registry_module.get_registry().catalog():
+        if tool.executor == "device":
+            continue
         schema = tool.parameters
         assert schema["type"] == "object" and schema["additionalProperties"] is False
         assert schema["required"] == list(schema["properties"])

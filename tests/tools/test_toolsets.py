@@ -115,7 +115,7 @@ async def test_tool_catalog(client: httpx.AsyncClient, alice: ApiUser) -> None:
     assert items["tasks"]["requires_confirmation"] is False
     assert memory["parameters"]["additionalProperties"] is False
     assert memory["parameters"]["properties"]["action"]["enum"] == memory["actions"]
-    assert items["tasks"]["agent_types"] == ["assistant", "focused"]
+    assert items["tasks"]["agent_types"] == ["assistant", "focused", "companion"]
     assert items["web"]["agent_types"] == ["assistant", "specialist"]
 
 

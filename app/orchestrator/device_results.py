@@ -1,0 +1,72 @@
+"""The phone's answer to a device tool call (POST …/messages/{message_id}/result).
+
+The cell waits as `awaiting_device`; the first answer wins (written under the thread lock
+while the cell still waits; later answers and answers after expiry get 409). An output
+must match the tool's declared `result_schema`: a wrong one is refused (400, field by
+field) and the cell keeps waiting, so the app can send a right one. Then the run's wait
+(app/orchestrator/waits.py) wakes and the model reads the result.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Thread, ThreadMessage
+from app.lib.problems import ProblemException
+from app.lib.time import utcnow
+from app.orchestrator.notify import notify_after_commit
+from app.orchestrator.waits import locked_message
+from app.threads import activity as cell
+from app.threads.schemas import DeviceToolResult
+from app.threads.writer import update_message
+from app.tools.base import ToolResult
+from app.tools.device import schema_errors
+from app.tools.toolsets import get_device_tool
+from app.tools.validation import without_nul
+
+ONE_OF = "Send either `output` or `error`, not both and not neither."
+
+
+def _outcome(name: str, body: DeviceToolResult) -> ToolResult:
+    if (body.output is None) == (body.error is None):
+        raise ProblemException(400, ONE_OF)
+    if body.error is not None:
+        return ToolResult.failure(without_nul(body.error), body.error_type or "system_error")
+    device = get_device_tool(name)
+    errors = schema_errors(device.result_schema if device else None, body.output)
+    if errors:
+        raise ProblemException(
+            400,
+            f"The output does not match the result schema of {name}.",
+            errors=[{**error, "source": "body"} for error in errors],
+        )
+    return ToolResult.success(without_nul(body.output))
+
+
+async def submit_result(
+    session: AsyncSession, thread: Thread, message_id: UUID, body: DeviceToolResult
+) -> ThreadMessage:
+    message = await locked_message(session, thread.id, message_id)
+    if message is None:
+        raise ProblemException(404, "Message not found.")
+    activity = message.tool_activity or {}
+    if message.role != "tool" or not activity:
+        raise ProblemException(409, "This message is not a tool activity.")
+    if not cell.is_awaiting_device(activity):
+        raise ProblemException(
+            409, "This tool activity is not waiting for the device (it was already answered)."
+        )
+    expires = cell.expires_at(activity)
+    if expires is not None and expires <= utcnow():
+        raise ProblemException(409, "This device tool call has expired.")
+    outcome = _outcome(str(activity.get("name")), body)
+    await update_message(
+        session,
+        message,
+        tool_activity=cell.finished(activity, outcome),
+        content=outcome.to_model_content(),
+    )
+    notify_after_commit(session, "approval", message.id)  # wakes the run's wait, as a decision
+    return message

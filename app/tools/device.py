@@ -1,0 +1,102 @@
+"""Device tools: tools the phone runs (location, calendar, contacts, HealthKit, photos).
+
+They are declared in the agent-types file with JSON Schemas (`device_tools:`), offered to
+the model like any tool, and never run on the server: the call's cell waits as
+`awaiting_device` until the app posts the result (or the call expires). This module is
+the contract: the declaration, and checks of the model's arguments and the phone's output
+against the declared schemas.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+import msgspec
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from app.tools.base import ToolResult
+from app.tools.validation import decode_arguments
+
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # what model providers accept
+
+
+class DeviceToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One device tool as the agent-types file declares it."""
+
+    name: str = ""
+    description: str
+    parameters: dict[str, Any] = msgspec.field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    # The output the app must post; checked before the run continues (None: any object).
+    result_schema: dict[str, Any] | None = None
+    # How long the call waits for the phone before it fails with `timeout`.
+    timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=86400)] = 600
+    is_user_facing: bool = True
+
+    def function_definition(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+def schema_problem(schema: dict[str, Any], what: str) -> str | None:
+    """Why `schema` is not a usable JSON Schema for an object, or None."""
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return f"{what} is not a valid JSON Schema: {exc.message}"
+    if schema.get("type") != "object":
+        return f'{what} must describe an object ("type": "object").'
+    return None
+
+
+def declaration_problem(spec: DeviceToolSpec) -> str | None:
+    if not NAME_PATTERN.match(spec.name):
+        return f"device tool name {spec.name!r} must match {NAME_PATTERN.pattern}"
+    problem = schema_problem(spec.parameters, f"device tool {spec.name!r}: parameters")
+    if problem is None and spec.result_schema is not None:
+        problem = schema_problem(spec.result_schema, f"device tool {spec.name!r}: result_schema")
+    return problem
+
+
+def schema_errors(schema: dict[str, Any] | None, value: Any) -> list[dict[str, str]]:
+    """Every way `value` breaks `schema`, as field errors (`field`, `message`); [] if none."""
+    if schema is None:
+        return []
+    validator = Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    return [
+        {
+            "field": ".".join(str(part) for part in error.absolute_path) or "$",
+            "message": error.message,
+        }
+        for error in errors[:20]
+    ]
+
+
+def validate_device_call(
+    spec: DeviceToolSpec, arguments: str | bytes | dict[str, Any] | None
+) -> dict[str, Any] | ToolResult:
+    """The model's arguments as the phone will get them, or a self-correcting error."""
+    decoded = decode_arguments(arguments)
+    if isinstance(decoded, ToolResult):
+        return decoded
+    errors = schema_errors(spec.parameters, decoded)
+    if errors:
+        return ToolResult.failure(
+            f"Invalid arguments for {spec.name}: "
+            + "; ".join(f"{e['field']}: {e['message']}" for e in errors),
+            "validation_error",
+            suggestion="Call it again with arguments matching its parameters schema.",
+            errors=errors,
+            parameters=spec.parameters,
+        )
+    return decoded
