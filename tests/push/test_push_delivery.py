@@ -242,3 +242,26 @@ async def _wait_status(api: OrchestratorApi, status: str, count: int = 1) -> Non
             if done >= count:
                 return
             await asyncio.sleep(0.05)  # polling the sender's commit
+
+
+async def test_a_device_tool_waiting_asks_the_user_to_open_the_app(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    await register_device(api)
+    agent = await api.add_agent(name="Companion", agent_type="tester_device")
+    thread_id = await api.new_thread(agent.id)
+    api.llm.script(ToolCalls(Call("device_location", {"accuracy": "coarse"})), Text("Berlin."))
+    run_id = (await api.post(thread_id, "where am I?")).json()["run"]["id"]
+    message = await api.wait_activity("awaiting_device", "device_location")
+    (push,) = await fake_apns.wait_received(1)
+    assert push.payload["kind"] == "device_request"
+    assert push.payload["aps"]["category"] == "DEVICE_REQUEST"
+    assert push.payload["aps"]["interruption-level"] == "time-sensitive"
+    assert push.payload["message_id"] == message["id"] and push.payload["run_id"] == run_id
+    answer = await api.client.post(
+        f"/api/threads/{thread_id}/messages/{message['id']}/result",
+        json={"output": {"latitude": 52.52, "longitude": 13.405}},
+        headers=api.headers,
+    )
+    assert answer.status_code == 200, answer.text
+    assert (await api.wait_run(thread_id, run_id))["status"] == "completed"

@@ -86,13 +86,13 @@ class FakeApns:
         self.attempts.clear()
         self._answers.clear()
 
-    async def wait_for(self, predicate, timeout: float = 10) -> None:  # noqa: ASYNC109
+    async def wait_for(self, predicate, timeout: float = 30) -> None:  # noqa: ASYNC109
         async with asyncio.timeout(timeout):
             while not predicate():
                 self._changed.clear()
                 await self._changed.wait()
 
-    async def wait_received(self, count: int, timeout: float = 10) -> list[Received]:  # noqa: ASYNC109
+    async def wait_received(self, count: int, timeout: float = 30) -> list[Received]:  # noqa: ASYNC109
         await self.wait_for(lambda: len(self.received) >= count, timeout)
         return self.received
 
