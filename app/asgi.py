@@ -19,6 +19,7 @@ from app.cli.plugin import CLIPlugin
 from app.db.config import build_sqlalchemy_config
 from app.db.schema import schema_lifespan
 from app.db.session import session_dependency
+from app.devices.controllers import DeviceController
 from app.lib.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
 from app.lib.health import health
 from app.lib.openapi import (
@@ -33,6 +34,8 @@ from app.openai_compat.controllers import OpenAIController
 from app.orchestrator.approval_controller import ApprovalController
 from app.orchestrator.device_result_controller import DeviceResultController
 from app.orchestrator.plugin import OrchestratorPlugin
+from app.push.controllers import LiveActivityController
+from app.push.plugin import PushPlugin
 from app.realtime.channels import RealtimeChannels
 from app.realtime.socket import realtime_socket
 from app.settings import Settings, get_settings
@@ -56,6 +59,8 @@ ROUTES = [
     DeviceResultController,
     RunController,
     TaskController,
+    DeviceController,
+    LiveActivityController,
     realtime_socket,
     ToolController,
     OpenAIController,
@@ -103,6 +108,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             StrictStructSchemaPlugin(),
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
+            PushPlugin(settings, db_config),
             OrchestratorPlugin(settings, db_config),  # last: its lifespan exits first
         ],
         dependencies={

@@ -17,8 +17,10 @@ APP = Path(__file__).resolve().parent.parent / "app"
 # TODO: "tools" must not import threads/agents/orchestrator/realtime either; app/tools
 # still imports app.threads (ErrorType) and is being moved off it, then add it here.
 UPWARD = {
-    "threads": ("orchestrator", "realtime"),
-    "orchestrator": ("realtime",),
+    "devices": ("threads", "orchestrator", "push", "realtime"),
+    "threads": ("orchestrator", "push", "realtime"),
+    "orchestrator": ("push", "realtime"),
+    "push": ("orchestrator", "realtime"),
 }
 
 

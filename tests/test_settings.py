@@ -92,6 +92,19 @@ DEFAULTS = {
     "runner_heartbeat_seconds": 0.5,
     "runner_heartbeat_timeout_seconds": 3.0,
     "runner_db_retry_seconds": 60.0,
+    "apns_key_file": None,
+    "apns_key_id": None,
+    "apns_team_id": None,
+    "apns_topic": None,
+    "apns_environment": "production",
+    "apns_base_url": None,
+    "apns_ca_file": None,
+    "push_retry_base_seconds": 2.0,
+    "push_max_attempts": 8,
+    "push_poll_seconds": 5.0,
+    "presence_ttl_seconds": 30.0,
+    "live_activity_update_seconds": 5.0,
+    "live_activity_dismiss_seconds": 900.0,
 }
 
 
@@ -108,6 +121,9 @@ def other_value(variable: Variable) -> tuple[str, object]:
         return str(default + 1.5), default + 1.5
     if isinstance(kind, msgspec.inspect.StrType):
         return f"set-{variable.name.lower()}", f"set-{variable.name.lower()}"
+    if isinstance(kind, msgspec.inspect.LiteralType):
+        other = next(v for v in sorted(kind.values) if v != default)
+        return str(other), other
     pytest.fail(f"{variable.name}: teach other_value() a {kind!r}")
 
 

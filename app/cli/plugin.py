@@ -17,3 +17,7 @@ class CLIPlugin(CLIPluginProtocol):
         from app.tools.cli import tools_group
 
         cli.add_command(tools_group)
+
+        from app.push.cli import push_group
+
+        cli.add_command(push_group)

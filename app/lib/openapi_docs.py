@@ -36,6 +36,10 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "ListTools": "List the tools agents can call and how the app shows them",
     "listModels": "OpenAI-compatible: list your agents as models",
     "createChatCompletion": "OpenAI-compatible: run an agent on a chat, plain or streamed",
+    "RegisterDevice": "Register this phone for push notifications (idempotent by token)",
+    "ListDevices": "List the devices that receive your push notifications",
+    "DeleteDevice": "Stop push notifications to a device",
+    "RegisterLiveActivity": "Follow a thread's current or next run with a Live Activity",
 }
 
 _THREAD_ID = "7c0e3b5e-2f4d-4c51-9a6e-0d3b8f1a2c44"

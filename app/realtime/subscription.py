@@ -32,6 +32,7 @@ from uuid import UUID
 import msgspec
 from litestar.channels import ChannelsPlugin, Subscriber
 
+from app.push import presence
 from app.realtime.events import (
     ErrorFrame,
     Frame,
@@ -118,9 +119,13 @@ class ThreadSubscription:
         self._probe: bytes | None = None
         self._probe_seen: asyncio.Event | None = None
         self._buffer: list[bytes] | None = []  # not None while replaying or back-filling
+        self._present = False
         self.task: asyncio.Task[None] | None = asyncio.create_task(self._start())
 
     async def stop(self) -> None:
+        if self._present:
+            self._present = False
+            presence.leave(self.source.user_id, self.thread_id)
         if self.task is not None:
             self.task.cancel()
             with contextlib.suppress(BaseException):  # cancelled or already failed: it ended
@@ -151,6 +156,9 @@ class ThreadSubscription:
                 return
             await self._listen()
             await self._backfill()
+            # Watching from here on: pushes for this thread are held back (app/push).
+            presence.enter(source.user_id, self.thread_id)
+            self._present = True
             await self._send_frame(
                 SubscribedFrame(thread_id=self.thread_id, last_seq=self.sent_seq)
             )

@@ -8,6 +8,8 @@ wakes the embedded runner. Nothing here knows about either.
 Stored changes are snapshotted when written (the read Struct of that moment) and handed
 to the sinks only after the transaction commits (app/db/outbox.py), never after a
 rollback. Text deltas and tool output chunks are not stored this way and go out at once.
+A `TransactionHook` hears of a change before commit, inside its transaction (the push
+outbox writes its rows there).
 """
 
 from __future__ import annotations
@@ -49,7 +51,20 @@ class ChangeSink:
         """A running tool's output chunk (ephemeral; the cell's `data.output` keeps it)."""
 
 
+class TransactionHook:
+    """Called inside the writing transaction, before it commits: may add rows to the
+    session, which commit or roll back with the change (the push outbox does). Must be
+    synchronous and cheap: it runs on every write. No-ops here."""
+
+    def message_changed(self, session: AsyncSession, message: ThreadMessage) -> None:
+        """A message was created or updated in this transaction."""
+
+    def run_changed(self, session: AsyncSession, run: Run) -> None:
+        """A run's status changed in this transaction."""
+
+
 _sinks: list[ChangeSink] = []
+_hooks: list[TransactionHook] = []
 
 
 def register(sink: ChangeSink) -> None:
@@ -61,6 +76,23 @@ def unregister(sink: ChangeSink) -> None:
         _sinks.remove(sink)
 
 
+def register_hook(hook: TransactionHook) -> None:
+    _hooks.append(hook)
+
+
+def unregister_hook(hook: TransactionHook) -> None:
+    if hook in _hooks:
+        _hooks.remove(hook)
+
+
+def _in_transaction(method: str, session: AsyncSession, row: Any) -> None:
+    for hook in _hooks:
+        try:
+            getattr(hook, method)(session, row)
+        except Exception:  # a hook's side job must never fail the change itself
+            logger.exception("transaction hook %r failed on %s", hook, method)
+
+
 def _deliver(method: str, *args: Any) -> None:
     for sink in list(_sinks):
         try:
@@ -70,10 +102,14 @@ def _deliver(method: str, *args: Any) -> None:
 
 
 def message_changed(session: AsyncSession, message: ThreadMessage) -> None:
+    if _hooks:
+        _in_transaction("message_changed", session, message)
     on_commit(session, partial(_deliver, "message_changed", message_read(message)))
 
 
 def run_changed(session: AsyncSession, run: Run) -> None:
+    if _hooks:
+        _in_transaction("run_changed", session, run)
     on_commit(session, partial(_deliver, "run_changed", run_read(run)))
 
 

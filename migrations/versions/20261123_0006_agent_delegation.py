@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0006_agent_delegation"
-down_revision: str | None = "0003_runner_heartbeats"
+down_revision: str | None = "0004_push"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -30,6 +30,9 @@ FOREIGN_ID_ATTEMPTS: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/api/agents/{agent_id}", None),
     ("PATCH", "/api/agents/{agent_id}", {"name": "stolen"}),
     ("PATCH", "/api/tasks/{task_id}", {"status": "completed"}),
+    ("POST", f"{T}/messages/{{message_id}}/result", {"output": {}}),
+    ("POST", f"{T}/live-activity", {"push_token": "ab" * 32}),
+    ("DELETE", "/api/devices/{device_id}", None),
 ]
 
 
@@ -52,7 +55,10 @@ async def test_foreign_ids_answer_404(
     task = TaskFactory.build(owner_id=bob.user.id, title="bob's task")
     db.add(task)
     await db.commit()
+    device = {"token": "cd" * 32, "environment": "sandbox", "bundle_id": "com.example.app"}
+    registered = await client.post("/api/devices", json=device, headers=bob.headers)
     ids = {
+        "device_id": registered.json()["id"],
         "thread_id": thread["id"],
         "message_id": posted["message"]["id"],
         "run_id": posted["run"]["id"],
@@ -80,6 +86,7 @@ async def test_foreign_ids_answer_404(
     assert await db.scalar(select(func.count()).select_from(Thread)) == 1
     agent = (await client.get(f"/api/agents/{bob.agent.id}", headers=bob.headers)).json()
     assert agent["name"] == bob.agent.name
+    assert len((await client.get("/api/devices", headers=bob.headers)).json()["items"]) == 1
 
 
 async def test_lists_show_only_own_objects(

@@ -2,7 +2,9 @@
 
 from app.db.models.agent import Agent
 from app.db.models.api_token import ApiToken
+from app.db.models.device import Device
 from app.db.models.memory import Memory
+from app.db.models.push import LiveActivity, PushDelivery, PushEvent, push_presence
 from app.db.models.run import Run, RunStatus
 from app.db.models.runner_heartbeat import runner_heartbeats
 from app.db.models.task import Task
@@ -13,12 +15,17 @@ from app.db.models.user import User
 __all__ = (
     "Agent",
     "ApiToken",
+    "Device",
+    "LiveActivity",
     "Memory",
+    "PushDelivery",
+    "PushEvent",
     "Run",
     "RunStatus",
     "Task",
     "Thread",
     "ThreadMessage",
     "User",
+    "push_presence",
     "runner_heartbeats",
 )

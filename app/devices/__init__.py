@@ -1,0 +1,1 @@
+"""Phones that receive push notifications: register, list, remove (APNs device tokens)."""

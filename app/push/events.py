@@ -1,0 +1,99 @@
+"""Push events, written in the transaction of the change that causes them (the outbox).
+
+`PushHook` hears every run and message change inside its transaction
+(app/threads/changes.py) and adds a `PushEvent` row when a push may be due: a run ended
+(any way: alert for completed/failed, and the end of its Live Activities), or a tool call
+waits for the user (`awaiting_approval`, `awaiting_device`). The row commits with the
+change or not at all; after commit the sender is woken (app/db/outbox.on_commit) and fans
+the event out to devices. Whether anyone is watching is decided then, not here: this
+runs on every write and stays a few attribute reads when nothing is due.
+
+`tool_waits(session, message)` is the one call for "a tool waits for the user": the hook
+makes it for every cell the writer stores in a waiting status; call it yourself only for
+a wait that is not such a cell write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import PushEvent, Run, ThreadMessage
+from app.db.outbox import on_commit
+from app.threads import activity, changes
+
+ENDED = frozenset({"completed", "failed", "cancelled"})
+WAITING = frozenset({"awaiting_approval", "awaiting_device"})
+
+_wakers: list[Callable[[], None]] = []
+
+
+def add_waker(wake: Callable[[], None]) -> None:
+    _wakers.append(wake)
+
+
+def remove_waker(wake: Callable[[], None]) -> None:
+    if wake in _wakers:
+        _wakers.remove(wake)
+
+
+def _wake() -> None:
+    for wake in list(_wakers):
+        wake()
+
+
+def _add(session: AsyncSession, event: PushEvent) -> None:
+    session.add(event)
+    on_commit(session, _wake)
+
+
+def run_ended(session: AsyncSession, run: Run) -> None:
+    """The run ended (completed, failed, cancelled; reaped and timed-out runs are failed)."""
+    _add(
+        session,
+        PushEvent(
+            kind="run_ended",
+            event_key=f"run:{run.id}",
+            thread_id=run.thread_id,
+            run_id=run.id,
+            data={"status": run.status, "error": run.error},
+        ),
+    )
+
+
+def tool_waits(session: AsyncSession, message: ThreadMessage) -> None:
+    """A tool call waits for the user: a time-sensitive alert (category APPROVAL_REQUEST or
+    DEVICE_REQUEST by the cell's status) to devices of a user not watching the thread.
+    One push per message and status, however often this is called."""
+    cell: dict[str, Any] = message.tool_activity or {}
+    status = cell.get("status") or "awaiting_approval"
+    _add(
+        session,
+        PushEvent(
+            kind="tool_waiting",
+            event_key=f"wait:{message.id}:{status}",
+            thread_id=message.thread_id,
+            run_id=message.run_id,
+            message_id=message.id,
+            seq=message.seq,
+            data={
+                "status": status,
+                "tool_name": cell.get("name"),
+                "expires_at": cell.get("expires_at"),
+            },
+        ),
+    )
+
+
+class PushHook(changes.TransactionHook):
+    def run_changed(self, session: AsyncSession, run: Run) -> None:
+        if run.status in ENDED:
+            run_ended(session, run)
+
+    def message_changed(self, session: AsyncSession, message: ThreadMessage) -> None:
+        if message.tool_activity is not None and activity.status_of(message.tool_activity) in (
+            WAITING
+        ):
+            tool_waits(session, message)

@@ -1,0 +1,170 @@
+"""What the phone receives: APNs payloads for alerts and Live Activities (pure functions).
+
+The iOS app's contract (docs/api.md, "Push notifications"): every alert carries `kind`,
+`thread_id`, `run_id`, `message_id` and `seq` at the top level, so the app syncs the
+thread with `after_seq` and loses nothing; text the app should word in the user's
+language is a localization key with arguments (`loc-key`/`loc-args`, keys in the app's
+Localizable.strings); the start of an answer is sent as it is.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+# Categories the app registers (UNNotificationCategory) to offer actions.
+APPROVAL_CATEGORY = "APPROVAL_REQUEST"  # actions: approve / deny (POST …/approval)
+DEVICE_CATEGORY = "DEVICE_REQUEST"  # opens the app so it runs the device tool
+ANSWER_CATEGORY = "RUN_COMPLETED"
+FAILURE_CATEGORY = "RUN_FAILED"
+
+BODY_CHARS = 180  # the start of the answer: a lock-screen alert shows about this much
+ANSWER_TTL_SECONDS = 24 * 3600
+LIVE_ACTIVITY_UPDATE_TTL_SECONDS = 3600
+LIVE_ACTIVITY_END_TTL_SECONDS = 4 * 3600
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """An alert's APNs fields, before it is addressed to a device."""
+
+    payload: dict[str, Any]
+    collapse_id: str
+    expiration: int
+    priority: int = 10
+
+
+def collapse_id(thread_id: UUID) -> str:
+    """One notification per thread on the lock screen: a newer one replaces it."""
+    return f"thread-{thread_id}"
+
+
+def _ids(thread_id: UUID, run_id: UUID | None, message_id: UUID | None, seq: int | None):
+    return {
+        "thread_id": str(thread_id),
+        "run_id": str(run_id) if run_id else None,
+        "message_id": str(message_id) if message_id else None,
+        "seq": seq,
+    }
+
+
+def _start_of(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= BODY_CHARS else text[: BODY_CHARS - 1].rstrip() + "…"
+
+
+def run_completed(
+    *,
+    thread_id: UUID,
+    run_id: UUID,
+    message_id: UUID | None,
+    seq: int | None,
+    title: str,
+    answer: str | None,
+) -> Alert:
+    if answer and answer.strip():
+        alert: dict[str, Any] = {"title": title, "body": _start_of(answer)}
+    else:  # an answer without text (only tool calls): the app words it
+        alert = {"title": title, "loc-key": "RUN_COMPLETED_BODY", "loc-args": [title]}
+    aps = {
+        "alert": alert,
+        "sound": "default",
+        "thread-id": str(thread_id),
+        "category": ANSWER_CATEGORY,
+    }
+    return Alert(
+        payload={"aps": aps, "kind": "run_completed", **_ids(thread_id, run_id, message_id, seq)},
+        collapse_id=collapse_id(thread_id),
+        expiration=int(time.time()) + ANSWER_TTL_SECONDS,
+    )
+
+
+def run_failed(
+    *, thread_id: UUID, run_id: UUID, seq: int | None, title: str, error: str | None
+) -> Alert:
+    alert = {"title": title, "loc-key": "RUN_FAILED_BODY", "loc-args": [title]}
+    aps = {
+        "alert": alert,
+        "sound": "default",
+        "thread-id": str(thread_id),
+        "category": FAILURE_CATEGORY,
+    }
+    return Alert(
+        payload={
+            "aps": aps,
+            "kind": "run_failed",
+            "error": error,
+            **_ids(thread_id, run_id, None, seq),
+        },
+        collapse_id=collapse_id(thread_id),
+        expiration=int(time.time()) + ANSWER_TTL_SECONDS,
+    )
+
+
+def tool_waiting(
+    *,
+    thread_id: UUID,
+    run_id: UUID | None,
+    message_id: UUID,
+    seq: int | None,
+    title: str,
+    status: str,
+    tool_name: str,
+    expires_at: datetime | None,
+) -> Alert:
+    """A time-sensitive alert: a tool call waits for the user (approval, or the device)."""
+    device = status == "awaiting_device"
+    key = "DEVICE_REQUEST" if device else "APPROVAL_REQUEST"
+    alert = {
+        "title-loc-key": f"{key}_TITLE",
+        "title-loc-args": [title],
+        "loc-key": f"{key}_BODY",
+        "loc-args": [tool_name, title],
+    }
+    aps = {
+        "alert": alert,
+        "sound": "default",
+        "thread-id": str(thread_id),
+        "category": DEVICE_CATEGORY if device else APPROVAL_CATEGORY,
+        "interruption-level": "time-sensitive",
+    }
+    # Past its expiry the request is void: APNs must not deliver it late.
+    expiration = int(expires_at.timestamp()) if expires_at else int(time.time()) + 600
+    return Alert(
+        payload={
+            "aps": aps,
+            "kind": "device_request" if device else "approval_request",
+            "tool_name": tool_name,
+            "expires_at": expires_at.isoformat() if expires_at else None,
+            **_ids(thread_id, run_id, message_id, seq),
+        },
+        collapse_id=collapse_id(thread_id),
+        expiration=expiration,
+    )
+
+
+def test_alert() -> dict[str, Any]:
+    return {"aps": {"alert": {"loc-key": "PUSH_TEST_BODY"}, "sound": "default"}, "kind": "test"}
+
+
+# -- Live Activities ------------------------------------------------------------------
+def live_activity_topic(bundle_id: str) -> str:
+    return f"{bundle_id}.push-type.liveactivity"
+
+
+def live_activity(
+    event: str, content_state: dict[str, Any], *, dismissal_date: int | None = None
+) -> dict[str, Any]:
+    """ActivityKit decodes `content-state` into the widget's ContentState (camelCase keys,
+    as a Swift Codable struct has them)."""
+    aps: dict[str, Any] = {
+        "timestamp": int(time.time()),
+        "event": event,
+        "content-state": content_state,
+    }
+    if dismissal_date is not None:
+        aps["dismissal-date"] = dismissal_date
+    return {"aps": aps}

@@ -1,0 +1,132 @@
+"""Push queries: statement builders the sender, fan-out and Live Activities execute."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import Select, bindparam, delete, select, update
+
+from app.db.models import (
+    Agent,
+    Device,
+    LiveActivity,
+    PushDelivery,
+    PushEvent,
+    Run,
+    Thread,
+    ThreadMessage,
+)
+
+BATCH = 50
+
+
+def pending_events(postgres: bool) -> Select[tuple[PushEvent]]:
+    """Events not yet fanned out, oldest first; on PostgreSQL each is taken by one process
+    (FOR UPDATE SKIP LOCKED), on SQLite the write lock serialises the fan-out."""
+    query = (
+        select(PushEvent)
+        .where(PushEvent.fanned_out_at.is_(None))
+        .order_by(PushEvent.created_at, PushEvent.id)
+        .limit(BATCH)
+    )
+    return query.with_for_update(skip_locked=True) if postgres else query
+
+
+@lru_cache(maxsize=2)
+def claim_deliveries(postgres: bool) -> Any:
+    """Due deliveries, claimed by pushing their next attempt past a lease: a process that
+    dies mid-send leaves them to be retried once the lease passes."""
+    due = (
+        select(PushDelivery.id)
+        .where(PushDelivery.status == "pending", PushDelivery.next_attempt_at <= bindparam("now"))
+        .order_by(PushDelivery.next_attempt_at)
+        .limit(BATCH)
+    )
+    if postgres:
+        due = due.with_for_update(skip_locked=True)
+    return (
+        update(PushDelivery)
+        .where(PushDelivery.id.in_(due.scalar_subquery()), PushDelivery.status == "pending")
+        .values(next_attempt_at=bindparam("lease"))
+        .returning(PushDelivery)
+        .execution_options(synchronize_session=False, populate_existing=True)
+    )
+
+
+def thread_heading(thread_id: UUID) -> Select[Any]:
+    """(owner_id, title, agent name) of a thread: the alert's title."""
+    return (
+        select(Thread.owner_id, Thread.title, Agent.name, Thread.last_seq)
+        .join(Agent, Agent.id == Thread.agent_id)
+        .where(Thread.id == thread_id)
+    )
+
+
+def user_devices(user_id: UUID) -> Select[tuple[Device]]:
+    return select(Device).where(Device.user_id == user_id)
+
+
+def run_answer(run_id: UUID) -> Select[tuple[ThreadMessage]]:
+    """The run's last assistant message with text: its answer."""
+    return (
+        select(ThreadMessage)
+        .where(
+            ThreadMessage.run_id == run_id,
+            ThreadMessage.role == "assistant",
+            ThreadMessage.content.is_not(None),
+        )
+        .order_by(ThreadMessage.seq.desc())
+        .limit(1)
+    )
+
+
+def run_of(run_id: UUID) -> Select[tuple[Run]]:
+    return select(Run).where(Run.id == run_id)
+
+
+def current_run(thread_id: UUID) -> Select[tuple[Run]]:
+    """The thread's latest run (the one running or next, or the last to end)."""
+    return select(Run).where(Run.thread_id == thread_id).order_by(Run.created_at.desc()).limit(1)
+
+
+def open_activities(thread_ids: list[UUID]) -> Select[tuple[LiveActivity]]:
+    return select(LiveActivity).where(
+        LiveActivity.thread_id.in_(thread_ids), LiveActivity.ended_at.is_(None)
+    )
+
+
+def activities_of_run(thread_id: UUID, run_id: UUID) -> Select[tuple[LiveActivity]]:
+    """Open Live Activities following this run, or the thread's next run (this one)."""
+    return open_activities([thread_id]).where(
+        (LiveActivity.run_id == run_id) | LiveActivity.run_id.is_(None)
+    )
+
+
+def activity_by_token(push_token: str) -> Select[tuple[LiveActivity]]:
+    return select(LiveActivity).where(LiveActivity.push_token == push_token)
+
+
+def forget_device(device_id: UUID) -> list[Any]:
+    """APNs says the token is dead: the device and its queued pushes go."""
+    return [
+        delete(PushDelivery).where(PushDelivery.device_id == device_id),
+        delete(Device).where(Device.id == device_id),
+    ]
+
+
+def end_activity(activity_id: UUID, now: datetime) -> Any:
+    return update(LiveActivity).where(LiveActivity.id == activity_id).values(ended_at=now)
+
+
+def prune(before: datetime) -> list[Any]:
+    """Delivered or given-up pushes and fanned-out events past their use."""
+    return [
+        delete(PushDelivery).where(
+            PushDelivery.status.in_(("sent", "failed")), PushDelivery.updated_at < before
+        ),
+        delete(PushEvent).where(PushEvent.fanned_out_at < before),
+        delete(LiveActivity).where(LiveActivity.ended_at < before),
+    ]

@@ -1,0 +1,191 @@
+"""The push sender: fans out events, claims due deliveries, sends them, records outcomes.
+
+Woken after each commit that wrote a push event (app/push/events.py), it also polls, so
+rows left by a stopped process (pending events, deliveries claimed but never answered)
+are sent after a restart. A delivery is claimed under a lease (its next attempt pushed
+into the future, SKIP LOCKED on PostgreSQL), so two processes never send it at once.
+Outcomes: sent; 429/5xx/connection error -> retried with backoff up to
+PUSH_MAX_ATTEMPTS; 410 Unregistered or BadDeviceToken -> the device (or Live Activity)
+is forgotten; anything else -> failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.db.models import PushDelivery
+from app.lib.time import utcnow
+from app.push import events, repository
+from app.push.apns import Answer, ApnsClient, Notification, Verdict
+from app.push.fanout import fan_out
+from app.settings import Settings
+
+logger = logging.getLogger(__name__)
+CLAIM_SECONDS = 60.0  # a send that takes longer is taken for lost and retried
+MAX_BACKOFF_SECONDS = 3600.0
+PRUNE_AFTER = timedelta(days=7)
+PRUNE_EVERY_SECONDS = 3600.0
+
+
+def observe_outcome(outcome: str) -> None:
+    """The one place every push's outcome is known: sent, retry, dead_token, failed,
+    given_up. Metrics hook here (e.g. `record_push(outcome)`)."""
+    logger.debug("push %s", outcome)
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    delivery: PushDelivery
+    answer: Answer
+
+
+class PushSender:
+    def __init__(
+        self,
+        settings: Settings,
+        sessions: async_sessionmaker[AsyncSession],
+        client: ApnsClient,
+        *,
+        postgres: bool,
+    ) -> None:
+        self._settings, self._sessions, self._client = settings, sessions, client
+        self._postgres = postgres
+        self._woken = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._last_prune = 0.0
+
+    def wake(self) -> None:
+        self._woken.set()
+
+    def start(self) -> None:
+        events.add_waker(self.wake)
+        self._woken.set()  # rows left from before the restart: at once
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        events.remove_waker(self.wake)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while True:
+            timeout = self._settings.push_poll_seconds
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._woken.wait()
+            self._woken.clear()
+            try:
+                if await self.cycle():
+                    self._woken.set()  # a full batch: more may be waiting
+            except Exception:  # the database or the network is away: the next poll retries
+                logger.warning("push sender cycle failed", exc_info=True)
+
+    async def cycle(self) -> bool:
+        """One round; True if a batch was full (go again at once)."""
+        async with self._sessions() as session:
+            fanned = await fan_out(session, self._settings, postgres=self._postgres)
+            await session.commit()
+        claimed = await self._claim()
+        if claimed:
+            results = await asyncio.gather(*(self._send(d) for d in claimed))
+            await self._record(results)
+            self._schedule_retry(results)
+        await self._maybe_prune()
+        return fanned == repository.BATCH or len(claimed) == repository.BATCH
+
+    async def _claim(self) -> list[PushDelivery]:
+        now = utcnow()
+        params = {"now": now, "lease": now + timedelta(seconds=CLAIM_SECONDS)}
+        async with self._sessions() as session:
+            claimed = list(
+                await session.scalars(repository.claim_deliveries(self._postgres), params)
+            )
+            await session.commit()
+        return claimed
+
+    async def _send(self, delivery: PushDelivery) -> Sent:
+        note = Notification(
+            token=delivery.token,
+            environment=delivery.environment,
+            topic=delivery.topic,
+            push_type=delivery.push_type,
+            priority=delivery.priority,
+            expiration=delivery.expiration,
+            collapse_id=delivery.collapse_id,
+            payload=delivery.payload,
+            apns_id=str(delivery.id),
+        )
+        return Sent(delivery, await self._client.send(note))
+
+    async def _record(self, results: list[Sent]) -> None:
+        now = utcnow()
+        async with self._sessions() as session:
+            ids = [result.delivery.id for result in results]
+            rows = await session.scalars(select(PushDelivery).where(PushDelivery.id.in_(ids)))
+            current = {row.id: row for row in rows}
+            for result in results:
+                delivery = current.get(result.delivery.id)
+                if delivery is not None:  # else its device was deleted meanwhile
+                    await self._record_one(session, delivery, result.answer, now)
+            await session.commit()
+
+    async def _record_one(
+        self, session: AsyncSession, delivery: PushDelivery, answer: Answer, now: datetime
+    ) -> None:
+        delivery.attempts += 1
+        delivery.last_error = f"{answer.status} {answer.reason}" if answer.reason else None
+        outcome = answer.verdict.value
+        if answer.verdict is Verdict.SENT:
+            delivery.status, delivery.sent_at = "sent", now
+        elif answer.verdict is Verdict.RETRY:
+            if delivery.attempts >= self._settings.push_max_attempts:
+                delivery.status, outcome = "failed", "given_up"
+            else:
+                delivery.next_attempt_at = now + timedelta(seconds=self._backoff(delivery))
+        elif answer.verdict is Verdict.DEAD_TOKEN:
+            delivery.status = "failed"
+            await self._forget(session, delivery, now)
+        else:
+            delivery.status = "failed"
+            logger.warning("APNs refused a push: %s %s", answer.status, answer.reason)
+        observe_outcome(outcome)
+
+    async def _forget(self, session: AsyncSession, delivery: PushDelivery, now: datetime) -> None:
+        if delivery.device_id is not None:
+            await session.flush()
+            for statement in repository.forget_device(delivery.device_id):
+                await session.execute(statement)
+        elif delivery.live_activity_id is not None:
+            await session.execute(repository.end_activity(delivery.live_activity_id, now))
+
+    def _backoff(self, delivery: PushDelivery) -> float:
+        base = self._settings.push_retry_base_seconds
+        return min(MAX_BACKOFF_SECONDS, base * 2 ** (delivery.attempts - 1))
+
+    def _schedule_retry(self, results: list[Sent]) -> None:
+        """Wake for the earliest retry rather than wait for the next poll."""
+        retries = [r for r in results if r.answer.verdict is Verdict.RETRY]
+        if retries:
+            base = self._settings.push_retry_base_seconds
+            delay = min(base * 2 ** min(r.delivery.attempts, 20) for r in retries)
+            if delay < self._settings.push_poll_seconds:
+                asyncio.get_running_loop().call_later(delay, self._woken.set)
+
+    async def _maybe_prune(self) -> None:
+        loop_time = asyncio.get_running_loop().time()
+        if loop_time - self._last_prune < PRUNE_EVERY_SECONDS:
+            return
+        self._last_prune = loop_time
+        async with self._sessions() as session:
+            for statement in repository.prune(utcnow() - PRUNE_AFTER):
+                await session.execute(statement)
+            await session.commit()

@@ -1,0 +1,267 @@
+"""Pushes through the outbox to a fake APNs: when, what, retries, dead tokens, restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+from uuid import UUID
+
+from sqlalchemy import func, insert, select
+
+from app.db.models import Device, PushDelivery, PushEvent, push_presence
+from app.lib.time import utcnow
+from app.push.presence import OWNER
+from tests.orchestrator.support import OrchestratorApi
+from tests.push.conftest import BUNDLE, register_device
+from tests.realtime.support import WsClient
+from tests.support.fake_apns import FakeApns
+from tests.support.fake_llm import Call, Text, ToolCalls
+
+ANSWER = "Here is your answer, with everything you asked for. " * 6
+
+
+async def _fanned_out(api: OrchestratorApi, run_id: str) -> None:
+    """Wait until the run's end event has been fanned out (whatever it produced)."""
+    async with asyncio.timeout(10):
+        while True:
+            api.db.expire_all()
+            event = await api.db.scalar(select(PushEvent).where(PushEvent.run_id == UUID(run_id)))
+            if event is not None and event.fanned_out_at is not None:
+                return
+            await asyncio.sleep(0.05)  # polling the sender's commit (no event exists)
+
+
+async def test_a_completed_run_with_nobody_watching_is_one_alert(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    device = await register_device(api)
+    api.llm.script(Text(ANSWER))
+    thread_id, run = await api.turn("hello")
+    assert run["status"] == "completed"
+    (push,) = await fake_apns.wait_received(1)
+    assert push.token == device["token"] and not fake_apns.rejected
+    headers, payload = push.headers, push.payload
+    assert headers["apns-push-type"] == "alert" and headers["apns-topic"] == BUNDLE
+    assert headers["apns-priority"] == "10"
+    assert headers["apns-collapse-id"] == f"thread-{thread_id}"
+    assert int(headers["apns-expiration"]) > time.time()
+    answer = [m for m in await api.messages(thread_id) if m["role"] == "assistant"][-1]
+    assert payload["kind"] == "run_completed"
+    assert payload["thread_id"] == thread_id and payload["run_id"] == run["id"]
+    assert payload["message_id"] == answer["id"] and payload["seq"] == answer["seq"]
+    body = payload["aps"]["alert"]["body"]
+    assert body.endswith("…") and ANSWER.startswith(body[:-1]) and len(body) <= 180
+    assert payload["aps"]["thread-id"] == thread_id
+    await _fanned_out(api, run["id"])
+    assert len(fake_apns.received) == 1
+
+
+async def test_a_user_watching_the_thread_gets_no_push(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    await register_device(api)
+    thread_id = await api.new_thread()
+    ws_url = f"ws://127.0.0.1:{api.client.base_url.port}/api/ws"
+    async with WsClient.connect(ws_url, api.user.token) as socket:
+        await socket.subscribe(thread_id)
+        await socket.wait_type("subscribed", thread_id=thread_id)
+        api.llm.script(Text("watched"))
+        _, run = await api.turn("hi", thread_id)
+        await _fanned_out(api, run["id"])
+    assert fake_apns.received == []
+    assert await api.db.scalar(select(func.count()).select_from(PushDelivery)) == 0
+
+
+async def test_a_socket_in_another_process_counts(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    await register_device(api)
+    thread_id = await api.new_thread()
+    await api.db.execute(
+        insert(push_presence).values(
+            owner="presence-other-process",
+            user_id=api.user.user.id,
+            thread_id=UUID(thread_id),
+            expires_at=utcnow() + timedelta(seconds=30),
+        )
+    )
+    await api.db.commit()
+    api.llm.script(Text("seen elsewhere"))
+    _, run = await api.turn("hi", thread_id)
+    await _fanned_out(api, run["id"])
+    assert fake_apns.received == []
+    assert OWNER != "presence-other-process"
+
+
+async def test_a_failed_run_is_an_alert_the_app_words(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    await register_device(api)
+    from tests.support.fake_llm import Error
+
+    api.llm.script(Error(400, "bad request"))
+    thread_id, run = await api.turn("hello")
+    assert run["status"] == "failed"
+    (push,) = await fake_apns.wait_received(1)
+    alert = push.payload["aps"]["alert"]
+    assert push.payload["kind"] == "run_failed" and alert["loc-key"] == "RUN_FAILED_BODY"
+    assert push.payload["aps"]["category"] == "RUN_FAILED"
+    assert push.payload["run_id"] == run["id"] and push.payload["thread_id"] == thread_id
+
+
+async def test_an_approval_request_is_time_sensitive_and_actionable(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    await register_device(api)
+    api.llm.script(ToolCalls(Call("test_confirm", {"action": "do", "note": "n"})), Text("ok"))
+    thread_id = await api.new_thread()
+    run_id = (await api.post(thread_id, "do it")).json()["run"]["id"]
+    message = await api.wait_activity("awaiting_approval", "test_confirm")
+    (push,) = await fake_apns.wait_received(1)
+    aps = push.payload["aps"]
+    assert aps["category"] == "APPROVAL_REQUEST"
+    assert aps["interruption-level"] == "time-sensitive"
+    assert aps["alert"]["loc-key"] == "APPROVAL_REQUEST_BODY"
+    assert aps["alert"]["loc-args"][0] == "test_confirm"
+    assert push.payload["kind"] == "approval_request"
+    assert push.payload["message_id"] == message["id"] and push.payload["seq"] == message["seq"]
+    assert push.payload["run_id"] == run_id
+    from datetime import datetime
+
+    expires = datetime.fromisoformat(message["tool_activity"]["expires_at"].replace("Z", "+00:00"))
+    assert int(push.headers["apns-expiration"]) == int(expires.timestamp())
+    await api.client.post(
+        f"/api/threads/{thread_id}/messages/{message['id']}/approval",
+        json={"approve": True},
+        headers=api.headers,
+    )
+    await api.wait_run(thread_id, run_id)
+    await fake_apns.wait_received(2)  # then the answer
+    assert [p.payload["kind"] for p in fake_apns.received] == ["approval_request", "run_completed"]
+
+
+async def test_429_is_retried_until_delivered(api: OrchestratorApi, fake_apns: FakeApns) -> None:
+    device = await register_device(api)
+    fake_apns.answer(device["token"], 429)
+    api.llm.script(Text("after a retry"))
+    await api.turn("hello")
+    await fake_apns.wait_received(1)
+    assert [status for _, status in fake_apns.attempts] == [429, 200]
+    await _wait_status(api, "sent")
+    row = await api.db.scalar(select(PushDelivery))
+    assert row is not None and row.attempts == 2 and row.last_error is None
+
+
+async def test_500_then_connection_trouble_is_retried(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    device = await register_device(api)
+    fake_apns.answer(device["token"], 500, 503)
+    api.llm.script(Text("eventually"))
+    await api.turn("hello")
+    await fake_apns.wait_received(1)
+    assert [status for _, status in fake_apns.attempts] == [500, 503, 200]
+
+
+async def test_410_unregistered_deletes_the_device(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    gone = await register_device(api)
+    kept = await register_device(api)
+    fake_apns.answer(gone["token"], 410)
+    api.llm.script(Text("to two phones"))
+    await api.turn("hello")
+    await fake_apns.wait_for(lambda: len(fake_apns.attempts) == 2)
+    async with asyncio.timeout(10):
+        while await api.db.get(Device, UUID(gone["id"])) is not None:
+            api.db.expire_all()
+            await asyncio.sleep(0.05)  # polling the sender's commit
+    assert await api.db.get(Device, UUID(kept["id"])) is not None
+    listed = (await api.client.get("/api/devices", headers=api.headers)).json()["items"]
+    assert [d["id"] for d in listed] == [kept["id"]]
+
+
+async def test_bad_device_token_deletes_the_device(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    device = await register_device(api)
+    fake_apns.answer(device["token"], 400, reason="BadDeviceToken")
+    api.llm.script(Text("x"))
+    await api.turn("hello")
+    async with asyncio.timeout(10):
+        while await api.db.get(Device, UUID(device["id"])) is not None:
+            api.db.expire_all()
+            await asyncio.sleep(0.05)
+
+
+async def test_pending_rows_are_sent_after_a_restart_and_never_twice(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    device = await register_device(api)
+    sender = api.app.state.push_sender
+    await sender.stop()  # the process is down: what it left stays in the tables
+    try:
+        user_id = api.user.user.id
+        for _ in range(2):  # one event written twice (a retried write, two processes)
+            api.db.add(PushEvent(kind="test", event_key="test:restart", user_id=user_id))
+        now = utcnow()
+        api.db.add(
+            PushDelivery(  # claimed by a process that died before it answered
+                event_key="test:claimed",
+                token=device["token"],
+                device_id=UUID(device["id"]),
+                environment="sandbox",
+                topic=BUNDLE,
+                push_type="alert",
+                priority=10,
+                expiration=0,
+                payload={"aps": {"alert": "left over"}, "kind": "test"},
+                next_attempt_at=now - timedelta(seconds=1),
+                attempts=1,
+            )
+        )
+        await api.db.commit()
+    finally:
+        sender.start()
+    await fake_apns.wait_received(2)
+    kinds = sorted(str(p.payload["aps"]["alert"]) for p in fake_apns.received)
+    assert "left over" in kinds
+    await _wait_status(api, "sent", count=2)
+    await sender.cycle()  # another round finds nothing more to send
+    assert len(fake_apns.received) == 2
+
+
+async def _wait_status(api: OrchestratorApi, status: str, count: int = 1) -> None:
+    async with asyncio.timeout(10):
+        while True:
+            api.db.expire_all()
+            done = await api.db.scalar(
+                select(func.count()).select_from(PushDelivery).where(PushDelivery.status == status)
+            )
+            if done >= count:
+                return
+            await asyncio.sleep(0.05)  # polling the sender's commit
+
+
+async def test_a_device_tool_waiting_asks_the_user_to_open_the_app(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    await register_device(api)
+    agent = await api.add_agent(name="Companion", agent_type="tester_device")
+    thread_id = await api.new_thread(agent.id)
+    api.llm.script(ToolCalls(Call("device_location", {"accuracy": "coarse"})), Text("Berlin."))
+    run_id = (await api.post(thread_id, "where am I?")).json()["run"]["id"]
+    message = await api.wait_activity("awaiting_device", "device_location")
+    (push,) = await fake_apns.wait_received(1)
+    assert push.payload["kind"] == "device_request"
+    assert push.payload["aps"]["category"] == "DEVICE_REQUEST"
+    assert push.payload["aps"]["interruption-level"] == "time-sensitive"
+    assert push.payload["message_id"] == message["id"] and push.payload["run_id"] == run_id
+    answer = await api.client.post(
+        f"/api/threads/{thread_id}/messages/{message['id']}/result",
+        json={"output": {"latitude": 52.52, "longitude": 13.405}},
+        headers=api.headers,
+    )
+    assert answer.status_code == 200, answer.text
+    assert (await api.wait_run(thread_id, run_id))["status"] == "completed"
