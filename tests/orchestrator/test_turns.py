@@ -7,6 +7,8 @@ import json
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
 
+BOTH_DOORS = True  # every test runs through both paths of the model door
+
 
 async def test_text_turn_streams_into_an_assistant_message(api: OrchestratorApi) -> None:
     api.llm.script(Text("Hello there, how can I help?", pieces=4))
