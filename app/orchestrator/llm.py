@@ -238,8 +238,10 @@ async def _stream_once(
     loop = asyncio.get_running_loop()
     assembler = _ToolCallAssembler()
     stream = await _open(target, messages, tools)  # the request's own timeout: target.timeout
-    # The idle deadline moves with every chunk: a stalled stream ends as a timeout.
-    async with asyncio.timeout(target.timeout) as deadline:
+    # The idle deadline is set by every chunk: a stream stalling after one ends as a timeout.
+    # Until the first, the transport's read timeout (also target.timeout) watches the wire,
+    # so litellm's own first-chunk work (imports on a first call) is not counted as silence.
+    async with asyncio.timeout(None) as deadline:
         async for chunk in _chunks(stream):
             deadline.reschedule(loop.time() + target.timeout)
             if not chunk.choices:

@@ -13,16 +13,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from app.db.models import Agent, ThreadMessage
 from app.orchestrator.approvals import wait_for_decision
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.threads import activity as cell
 from app.threads.writer import update_message
 from app.tools.base import ToolContext, ToolResult
-from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, parse_call
-from app.tools.validation import decode_arguments
+from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, parse_call, parsed_input
+from app.tools.validation import ParsedCall, decode_arguments
 
 logger = logging.getLogger(__name__)
 Delegate = Callable[["PlannedCall", Agent], Awaitable[ToolResult]]
@@ -38,6 +36,8 @@ class PlannedCall:
     user_facing: bool = True
     delegate: Agent | None = None
     immediate: ToolResult | None = None  # decided without running (e.g. budget spent)
+    parsed: ParsedCall | ToolResult | None = None  # validated once, here; run as it is
+    start_message: str | None = None  # the tool's own word for the running cell
     result: ToolResult | None = None
     message: ThreadMessage | None = field(default=None, repr=False)
 
@@ -50,7 +50,7 @@ def _input_of(arguments: str | dict[str, Any]) -> dict[str, Any] | None:
 def plan_call(call: dict[str, Any], spec: LoopSpec, state: RunState, budget: int) -> PlannedCall:
     function = call.get("function") or {}
     name, arguments = str(function.get("name") or ""), function.get("arguments") or ""
-    planned = PlannedCall(id=call["id"], name=name, arguments=arguments, input=_input_of(arguments))
+    planned = PlannedCall(id=call["id"], name=name, arguments=arguments, input=None)
     if state.calls_made >= budget:
         planned.immediate = ToolResult.failure(
             f"The tool-call budget of this run ({budget} calls) is used up; the call was not made.",
@@ -60,14 +60,16 @@ def plan_call(call: dict[str, Any], spec: LoopSpec, state: RunState, budget: int
     elif name in spec.delegates:
         planned.delegate = spec.delegates[name]
     else:
-        parsed = parse_call(name, arguments, allowed=spec.allowed)
-        if not isinstance(parsed, ToolResult):
-            tool, action, params = parsed
-            given = {k: v for k, v in msgspec.to_builtins(params).items() if v is not None}
-            planned.input = {"action": action, **given}
+        planned.parsed = parse_call(name, arguments, allowed=spec.allowed)
+        if not isinstance(planned.parsed, ToolResult):
+            tool, action, params = planned.parsed
+            planned.input = parsed_input(action, params)
             planned.user_facing = tool.is_user_facing_call(action)
+            planned.start_message = tool.start_message(action, params)
             if tool.needs_confirmation(action):
                 planned.status = cell.AWAITING_APPROVAL
+    if planned.input is None:  # not a valid call of ours: the arguments as they came
+        planned.input = _input_of(arguments)
     state.calls_made += planned.immediate is None
     if spec.delegated_by is not None:
         planned.input = {**(planned.input or {}), "delegated_by": spec.delegated_by}
@@ -88,6 +90,7 @@ def tool_message_fields(
             planned.name,
             planned.input,
             approval_ttl=approval_ttl if planned.status == cell.AWAITING_APPROVAL else None,
+            display_message=planned.start_message,
         ),
     }
 
@@ -142,7 +145,12 @@ class ToolCallRunner:
             state=self.state.tool_state,
         )
         return await execute_tool_call(
-            ctx, planned.name, planned.arguments, allowed=spec.allowed, cache=self.state.cache
+            ctx,
+            planned.name,
+            planned.arguments,
+            allowed=spec.allowed,
+            cache=self.state.cache,
+            parsed=planned.parsed,
         )
 
     def _progress_writer(self, planned: PlannedCall) -> Callable[..., Awaitable[None]]:

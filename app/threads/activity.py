@@ -74,8 +74,10 @@ def started(
     *,
     approval_ttl: float | None = None,
     now: datetime | None = None,
+    display_message: str | None = None,
 ) -> Activity:
-    """A new cell: in_progress, or awaiting_approval for `approval_ttl` seconds."""
+    """A new cell: in_progress (saying `display_message`), or awaiting_approval for
+    `approval_ttl` seconds."""
     now = now or utcnow()
     awaiting = approval_ttl is not None
     return {
@@ -84,7 +86,7 @@ def started(
         "status": AWAITING_APPROVAL if awaiting else IN_PROGRESS,
         "input": input_,
         "data": None,
-        "display_message": WAITING_FOR_APPROVAL if awaiting else None,
+        "display_message": WAITING_FOR_APPROVAL if awaiting else display_message,
         "error": None,
         "error_type": None,
         "started_at": now.isoformat(),

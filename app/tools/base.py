@@ -137,6 +137,11 @@ class Tool:
     # Shown in `required_param` errors: one example call per action.
     examples: ClassVar[dict[str, dict[str, Any]]] = {}
 
+    def start_message(self, action: str, params: msgspec.Struct) -> str | None:
+        """What the cell says while the call runs, known before it starts: written with the
+        in_progress cell itself instead of as a first `ctx.progress` (one write less)."""
+        return None
+
     async def run(self, ctx: ToolContext, action: str, params: msgspec.Struct) -> ToolResult:
         handler = getattr(self, f"{action}_action", None)
         if handler is None:  # pragma: no cover - guarded by validation

@@ -45,12 +45,14 @@ async def test_tool_turn_with_arguments_split_across_chunks(api: OrchestratorApi
     assert activity["data"]["task_title"] == "Buy milk"
     assert activity["finished_at"]
     # the cell went through its states: in_progress first, then success
-    states = [
-        f.message.tool_activity.status
+    cells = [
+        f.message.tool_activity
         for _, f in api.frames.frames
         if type(f).__name__ == "MessageFrame" and f.message.tool_activity is not None
     ]
-    assert states[0] == "in_progress" and states[-1] == "success"
+    assert [c.status for c in cells] == ["in_progress", "success"]
+    # the tool's start message came with the in_progress cell: no progress write of its own
+    assert cells[0].display_message == "Creating task…"
     # the model saw its call and the result
     second = api.llm.requests[1]["messages"]
     assert second[-2]["tool_calls"][0]["function"]["name"] == "tasks"

@@ -86,8 +86,10 @@ class TasksTool(Tool):
         "list": {"status": "active"},
     }
 
+    def start_message(self, action: str, params: msgspec.Struct) -> str | None:
+        return "Creating task…" if action == "create" else None
+
     async def create_action(self, ctx: ToolContext, params: CreateParams) -> ToolResult:
-        await ctx.progress(display_message="Creating task…")
         async with ctx.transaction() as session:
             task = await services.create_task(
                 session,
