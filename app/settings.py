@@ -111,6 +111,13 @@ class Settings:
         NonNegativeFloat,
         Meta(description="first backoff between model retries, doubled per attempt"),
     ] = 0.5
+    llm_fast_stream: Annotated[
+        bool,
+        Meta(
+            description="OpenAI-format model streams read by the door itself (false: all "
+            "through litellm in full)"
+        ),
+    ] = True
     llm_context_tokens: Annotated[
         PositiveInt, Meta(description="context window assumed for models litellm does not know")
     ] = 32_000

@@ -70,6 +70,7 @@ DEFAULTS = {
     "llm_timeout_seconds": 60.0,
     "llm_max_retries": 2,
     "llm_retry_base_seconds": 0.5,
+    "llm_fast_stream": True,
     "llm_context_tokens": 32_000,
     "delegation_timeout_seconds": 120.0,
     "delegation_max_depth": 2,

@@ -97,6 +97,7 @@ class RunnerDeps:
             timeout=settings.llm_timeout_seconds,
             max_retries=settings.llm_max_retries,
             retry_base=settings.llm_retry_base_seconds,
+            fast_stream=settings.llm_fast_stream,
         )
 
 

@@ -1,4 +1,5 @@
-"""The one door to the model: the only module that imports litellm.
+"""The one door to the model: with `llm_wire` (its fast path), the only modules that
+import litellm.
 
 `stream_turn` streams one model turn: text deltas go to a callback as they arrive, tool
 calls whose arguments arrive in pieces are reassembled, provider errors become an
@@ -6,6 +7,11 @@ calls whose arguments arrive in pieces are reassembled, provider errors become a
 retry-after, 5xx, connection errors, timeouts) are retried a bounded number of times,
 but only before anything was streamed (a retry would repeat text the user already saw).
 `fit_to_context` trims history to the model's context window with litellm's counter.
+
+Two paths, one behaviour: OpenAI-format streams (see `llm_wire`) are read off the wire by
+the door itself with the request and the errors still litellm's; every other provider,
+or all of them with `fast_stream=False` (LLM_FAST_STREAM=false), goes through
+`litellm.acompletion` in full. Both yield chunks of the same shape to one loop.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import httpx
 import litellm
 from litellm.llms.custom_llm import CustomLLM
 
+from app.orchestrator import llm_wire
 from app.orchestrator.demo_model import demo_reply, split_text
 
 logger = logging.getLogger(__name__)
@@ -51,6 +58,7 @@ class ModelTarget:
     timeout: float = 60.0  # longest silence while waiting for the next chunk
     max_retries: int = 2
     retry_base: float = 0.5  # first backoff; doubles per attempt unless retry-after says
+    fast_stream: bool = True  # OpenAI-format streams read by the door (False: litellm in full)
 
 
 @dataclass
@@ -227,19 +235,13 @@ async def _stream_once(
     on_text: TextCallback,
     turn: ModelTurn,
 ) -> None:
-    params: dict[str, Any] = {"stream": True, "max_retries": 0, "timeout": target.timeout}
-    if target.api_base:
-        params["api_base"] = target.api_base
-    if target.api_key:
-        params["api_key"] = target.api_key
-    if tools:
-        params["tools"] = tools
-    _price_unmapped_model(target.model)
     loop = asyncio.get_running_loop()
     assembler = _ToolCallAssembler()
-    # The idle deadline moves with every chunk: a stalled stream ends as a timeout.
-    async with asyncio.timeout(loop.time() + target.timeout) as deadline:
-        stream = await litellm.acompletion(model=target.model, messages=messages, **params)
+    stream = await _open(target, messages, tools)  # the request's own timeout: target.timeout
+    # The idle deadline is set by every chunk: a stream stalling after one ends as a timeout.
+    # Until the first, the transport's read timeout (also target.timeout) watches the wire,
+    # so litellm's own first-chunk work (imports on a first call) is not counted as silence.
+    async with asyncio.timeout(None) as deadline:
         async for chunk in _chunks(stream):
             deadline.reschedule(loop.time() + target.timeout)
             if not chunk.choices:
@@ -254,6 +256,41 @@ async def _stream_once(
             if choice.finish_reason:
                 turn.finish_reason = choice.finish_reason
     turn.tool_calls = assembler.calls()
+
+
+async def _open(
+    target: ModelTarget, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> AsyncIterator[Any]:
+    """The call's stream of chunks: off the wire, or litellm's streaming wrapper."""
+    if target.fast_stream:
+        request = _wire_request(target, messages, tools)
+        if request is not None:
+            response = await llm_wire.open_stream(request, target.timeout)
+            return llm_wire.read_chunks(request, response)
+    params: dict[str, Any] = {"stream": True, "max_retries": 0, "timeout": target.timeout}
+    if target.api_base:
+        params["api_base"] = target.api_base
+    if target.api_key:
+        params["api_key"] = target.api_key
+    if tools:
+        params["tools"] = tools
+    _price_unmapped_model(target.model)
+    return await litellm.acompletion(model=target.model, messages=messages, **params)
+
+
+def _wire_request(
+    target: ModelTarget, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> llm_wire.WireRequest | None:
+    """litellm's request for the fast path; errors building it are litellm's own types."""
+    try:
+        return llm_wire.build_request(
+            target.model, target.api_base, target.api_key, messages, tools or None
+        )
+    except Exception as exc:
+        provider = target.model.split("/", 1)[0]
+        raise llm_wire.exception_type(
+            model=target.model, original_exception=exc, custom_llm_provider=provider
+        ) from exc
 
 
 async def _chunks(stream: Any) -> AsyncIterator[Any]:

@@ -13,8 +13,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from app.db.models import Agent, ThreadMessage
 from app.orchestrator import delegation
 from app.orchestrator.cell_stream import CellStream
@@ -25,9 +23,15 @@ from app.threads.writer import update_message
 from app.tools.base import ToolContext, ToolResult
 from app.tools.device import validate_device_call
 from app.tools.events import FanOutToolEvents, LoggingToolEvents
-from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, parse_call, with_preview
+from app.tools.executor import (
+    SAFE_SYSTEM_ERROR,
+    execute_tool_call,
+    parse_call,
+    parsed_input,
+    with_preview,
+)
 from app.tools.toolsets import get_device_tool
-from app.tools.validation import decode_arguments
+from app.tools.validation import ParsedCall, decode_arguments
 
 logger = logging.getLogger(__name__)
 Delegate = Callable[["PlannedCall", Agent], Awaitable[ToolResult]]
@@ -46,6 +50,8 @@ class PlannedCall:
     # an ask_* the loop may not make (disabled, unknown, depth), or a device call's
     # arguments off its schema: the cell fails at once and the model corrects itself
     refused: ToolResult | None = None
+    parsed: ParsedCall | ToolResult | None = None  # validated once, here; run as it is
+    start_message: str | None = None  # the tool's own word for the running cell
     result: ToolResult | None = None
     wait_seconds: float | None = None  # awaiting_device: how long the phone has to answer
     message: ThreadMessage | None = field(default=None, repr=False)
@@ -62,7 +68,7 @@ def plan_call(
 ) -> PlannedCall:
     function = call.get("function") or {}
     name, arguments = str(function.get("name") or ""), function.get("arguments") or ""
-    planned = PlannedCall(id=call["id"], name=name, arguments=arguments, input=_input_of(arguments))
+    planned = PlannedCall(id=call["id"], name=name, arguments=arguments, input=None)
     if state.calls_made >= budget:
         planned.immediate = ToolResult.failure(
             f"The tool-call budget of this run ({budget} calls) is used up; the call was not made.",
@@ -76,14 +82,16 @@ def plan_call(
     elif spec.config.delegation and delegation.is_delegate_name(name):
         planned.refused = delegation.refusal(name, spec, max_depth)
     else:
-        parsed = parse_call(name, arguments, allowed=spec.allowed)
-        if not isinstance(parsed, ToolResult):
-            tool, action, params = parsed
-            given = {k: v for k, v in msgspec.to_builtins(params).items() if v is not None}
-            planned.input = {"action": action, **given}
+        planned.parsed = parse_call(name, arguments, allowed=spec.allowed)
+        if not isinstance(planned.parsed, ToolResult):
+            tool, action, params = planned.parsed
+            planned.input = parsed_input(action, params)
             planned.user_facing = tool.is_user_facing_call(action)
+            planned.start_message = tool.start_message(action, params)
             if tool.needs_confirmation(action):
                 planned.status = cell.AWAITING_APPROVAL
+    if planned.input is None:  # not a valid call of ours: the arguments as they came
+        planned.input = _input_of(arguments)
     state.calls_made += planned.immediate is None
     if spec.delegated_by is not None:
         planned.input = {**(planned.input or {}), "delegated_by": spec.delegated_by}
@@ -118,6 +126,7 @@ def tool_message_fields(
             planned.input,
             approval_ttl=approval_ttl if planned.status == cell.AWAITING_APPROVAL else None,
             device_ttl=planned.wait_seconds if planned.status == cell.AWAITING_DEVICE else None,
+            display_message=planned.start_message,
         ),
     }
 
@@ -184,6 +193,7 @@ class ToolCallRunner:
             allowed=spec.allowed,
             cache=self.state.cache,
             events=FanOutToolEvents([planned.stream, LoggingToolEvents()]),
+            parsed=planned.parsed,
         )
 
     async def _wait_for_user(self, planned: PlannedCall, longest: float) -> None:

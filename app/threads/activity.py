@@ -95,11 +95,13 @@ def started(
     approval_ttl: float | None = None,
     device_ttl: float | None = None,
     now: datetime | None = None,
+    display_message: str | None = None,
 ) -> Activity:
-    """A new cell: in_progress, awaiting_approval for `approval_ttl` seconds, or
-    awaiting_device (the phone runs the tool) for `device_ttl` seconds."""
+    """A new cell: in_progress (saying `display_message`), awaiting_approval for
+    `approval_ttl` seconds, or awaiting_device (the phone runs the tool) for `device_ttl`
+    seconds."""
     now = now or utcnow()
-    status, message, ttl = IN_PROGRESS, None, None
+    status, message, ttl = IN_PROGRESS, display_message, None
     if approval_ttl is not None:
         status, message, ttl = AWAITING_APPROVAL, WAITING_FOR_APPROVAL, approval_ttl
     elif device_ttl is not None:

@@ -148,6 +148,11 @@ class Tool:
     # One line for GET /api/tools; None: derived from the JSON Schema.
     params_hint: ClassVar[str | None] = None
 
+    def start_message(self, action: str, params: msgspec.Struct) -> str | None:
+        """What the cell says while the call runs, known before it starts: written with the
+        in_progress cell itself instead of as a first `ctx.progress` (one write less)."""
+        return None
+
     async def run(self, ctx: ToolContext, action: str, params: msgspec.Struct) -> ToolResult:
         handler = getattr(self, f"{action}_action", None)
         if handler is None:  # pragma: no cover - guarded by validation

@@ -225,9 +225,13 @@ async def execute_tool_call(
     allowed: Collection[str],
     cache: ToolCallCache | None = None,
     events: ToolEvents | None = None,
+    parsed: ParsedCall | ToolResult | None = None,
 ) -> ToolResult:
+    """`parsed`: what `parse_call` gave for this very call, when the caller already has it
+    (the orchestrator validates each call when planning it): not parsed a second time."""
     events = events or LoggingToolEvents()
-    parsed = parse_call(name, arguments, allowed=allowed)
+    if parsed is None:
+        parsed = parse_call(name, arguments, allowed=allowed)
     if isinstance(parsed, ToolResult):
         raw = _raw_input(arguments)
         call = ToolCall(ctx.tool_call_id, name, raw.get("action"), raw, ctx.run_id, ctx.thread_id)

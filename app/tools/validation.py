@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from app.tools.base import Tool, ToolResult
-from app.tools.schema import action_fields
+from app.tools.schema import action_fields, struct_fields
 
 ParsedCall = tuple[Tool, str, msgspec.Struct]
 
@@ -175,7 +175,7 @@ def _other_action_params(tool: Tool, action: str) -> set[str]:
 
 def check_params(tool: Tool, action: str, args: dict[str, Any]) -> msgspec.Struct | ToolResult:
     struct = tool.actions[action]
-    fields = {f.encode_name: f for f in msgspec.structs.fields(struct)}
+    fields = {f.encode_name: f for f in struct_fields(struct)}
     required = action_fields(struct)
     given = {k: v for k, v in args.items() if k != "action"}
     # Strict-mode models send null for parameters they do not use: null means absent.

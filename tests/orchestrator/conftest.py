@@ -64,11 +64,31 @@ def settings_overrides() -> dict:
     return {}
 
 
+DOORS = ("fast", "litellm")  # the model door's two paths (see app/orchestrator/llm.py)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module with `BOTH_DOORS = True` runs each test through both paths of the door."""
+    if "door" in metafunc.fixturenames and getattr(metafunc.module, "BOTH_DOORS", False):
+        metafunc.parametrize("door", DOORS, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def door(request: pytest.FixtureRequest) -> str:
+    """`fast`: OpenAI-format streams read off the wire; `litellm`: litellm in full."""
+    return getattr(request, "param", "fast")
+
+
 @pytest.fixture(scope="module")
 async def orch_app(
-    database_url: str, fake_llm: FakeLLM, agent_types_file: Path, settings_overrides: dict
+    database_url: str,
+    fake_llm: FakeLLM,
+    agent_types_file: Path,
+    settings_overrides: dict,
+    door: str,
 ) -> AsyncIterator[Litestar]:
-    settings = orchestrator_settings(database_url, fake_llm, agent_types_file, **settings_overrides)
+    overrides = {"llm_fast_stream": door == "fast", **settings_overrides}
+    settings = orchestrator_settings(database_url, fake_llm, agent_types_file, **overrides)
     app = create_app(settings)
     async with running_lifespan(app):
         yield app

@@ -8,6 +8,8 @@ from app.orchestrator.llm import fit_to_context
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Error, Text
 
+BOTH_DOORS = True  # every test runs through both paths of the model door
+
 
 async def test_rate_limit_then_success_honours_retry_after(api: OrchestratorApi) -> None:
     api.llm.script(Error(429, "slow down", headers={"retry-after": "0.4"}), Text("Finally."))

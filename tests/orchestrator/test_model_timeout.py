@@ -7,6 +7,8 @@ import pytest
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Hang, Text, ToolCalls
 
+BOTH_DOORS = True  # every test runs through both paths of the model door
+
 
 @pytest.fixture(scope="module")
 def settings_overrides() -> dict:

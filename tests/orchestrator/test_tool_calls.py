@@ -13,6 +13,8 @@ from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
 from tests.support.test_tools import EchoTool
 
+BOTH_DOORS = True  # every test runs through both paths of the model door
+
 
 def _results(api: OrchestratorApi, request: int = 1) -> list[dict]:
     return [

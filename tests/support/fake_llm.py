@@ -30,6 +30,7 @@ class Text:
     pieces: int = 3
     hang_after: bool = False  # stream the text, then never finish (cancel tests)
     drop_after: bool = False  # stream the text, then close the connection mid-answer
+    usage: dict[str, int] | None = None  # a last chunk with no choices, only usage
 
 
 @dataclass
@@ -44,9 +45,12 @@ class ToolCalls:
     calls: list[Call]
     text: str = ""
     pieces: int = 3  # each call's arguments arrive in this many chunks
+    usage: dict[str, int] | None = None
 
-    def __init__(self, *calls: Call, text: str = "", pieces: int = 3) -> None:
-        self.calls, self.text, self.pieces = list(calls), text, pieces
+    def __init__(
+        self, *calls: Call, text: str = "", pieces: int = 3, usage: dict[str, int] | None = None
+    ) -> None:
+        self.calls, self.text, self.pieces, self.usage = list(calls), text, pieces, usage
 
 
 @dataclass
@@ -57,11 +61,18 @@ class Error:
 
 
 @dataclass
+class Raw:
+    """A 200 event stream whose body is sent verbatim (malformed chunk tests)."""
+
+    body: bytes
+
+
+@dataclass
 class Hang:
     """Accept the request and never answer (timeout tests)."""
 
 
-Response = Text | ToolCalls | Error | Hang
+Response = Text | ToolCalls | Error | Hang | Raw
 Responder = Callable[[dict[str, Any]], Response]
 
 
@@ -75,6 +86,7 @@ def _split(text: str, pieces: int) -> list[str]:
 class FakeLLM:
     def __init__(self, responder: Responder | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # each request's headers, lower-cased names
         self.handler_seconds: list[float] = []  # the fake model's own time per request
         self._queue: list[Response] = []
         self._responder = responder
@@ -91,6 +103,7 @@ class FakeLLM:
 
     def reset(self) -> None:
         self.requests.clear()
+        self.headers.clear()
         self._queue.clear()
         self._responder = None
 
@@ -132,12 +145,13 @@ class FakeLLM:
         if scope["type"] != "http":
             return
         started = time.perf_counter()
+        headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
         try:
-            await self._serve(receive, send)
+            await self._serve(receive, send, headers)
         finally:
             self.handler_seconds.append(time.perf_counter() - started)
 
-    async def _serve(self, receive: Callable, send: Callable) -> None:
+    async def _serve(self, receive: Callable, send: Callable, headers: dict[str, str]) -> None:
         raw = b""
         while True:
             message = await receive()
@@ -147,6 +161,7 @@ class FakeLLM:
         body = json.loads(raw or b"{}")
         response = self._next(body)
         async with self._arrived:
+            self.headers.append(headers)
             self.requests.append(body)
             self._arrived.notify_all()
         if isinstance(response, Hang):
@@ -154,11 +169,9 @@ class FakeLLM:
             return
         if isinstance(response, Error):
             payload = {"error": {"message": response.message, "type": "fake", "code": None}}
-            headers = [(b"content-type", b"application/json")]
-            headers += [(k.encode(), v.encode()) for k, v in response.headers.items()]
-            await send(
-                {"type": "http.response.start", "status": response.status, "headers": headers}
-            )
+            sent = [(b"content-type", b"application/json")]
+            sent += [(k.encode(), v.encode()) for k, v in response.headers.items()]
+            await send({"type": "http.response.start", "status": response.status, "headers": sent})
             await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
             return
         await send(
@@ -168,6 +181,9 @@ class FakeLLM:
                 "headers": [(b"content-type", b"text/event-stream")],
             }
         )
+        if isinstance(response, Raw):
+            await send({"type": "http.response.body", "body": response.body})
+            return
         # One write: many small writes meet delayed ACKs and cost ~40 ms a response.
         stream = b"".join(self._chunks(response, body.get("model", "fake-model")))
         if isinstance(response, Text) and response.hang_after:
@@ -192,11 +208,18 @@ class FakeLLM:
             choice = {"index": 0, "delta": delta, "finish_reason": finish}
             return b"data: " + json.dumps({**base, "choices": [choice]}).encode() + b"\n\n"
 
+        def usage() -> list[bytes]:
+            if response.usage is None:
+                return []
+            chunk = {**base, "choices": [], "usage": response.usage}
+            return [b"data: " + json.dumps(chunk).encode() + b"\n\n"]
+
         out = [sse({"role": "assistant", "content": ""})]
         out += [sse({"content": piece}) for piece in _split(response.text, response.pieces)]
         if isinstance(response, Text):
             if not (response.hang_after or response.drop_after):
                 out.append(sse({}, "stop"))
+                out += usage()
             return out
         for index, call in enumerate(response.calls):
             self._call_counter += 1
@@ -211,4 +234,4 @@ class FakeLLM:
                     sse({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
                 )
         out.append(sse({}, "tool_calls"))
-        return out
+        return out + usage()

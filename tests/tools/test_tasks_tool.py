@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Task
+from app.tools.executor import parse_call
 from tests.conftest import ApiUser
 from tests.tools.conftest import MakeHarness, ToolHarness
 
@@ -24,7 +25,10 @@ async def test_create_returns_task_fields_and_stores_origin(
     assert result.data["task_status"] == "active"
     assert result.data["due_at"].startswith("2026-12-01T09:00:00")
     assert result.display_message == "Created “Buy milk”"
-    assert harness.progress.calls[0]["display_message"] == "Creating task…"
+    # said by the in_progress cell itself, not by a progress write of its own
+    assert harness.progress.calls == []
+    tool, action, params = parse_call("tasks", {"action": "create", "title": "Buy milk"})
+    assert tool.start_message(action, params) == "Creating task…"
     task = await db.scalar(select(Task).where(Task.id == uuid.UUID(result.data["task_id"])))
     assert task.owner_id == harness.ctx.user.id
     assert (task.agent_id, task.thread_id) == (harness.ctx.agent.id, harness.ctx.thread_id)

@@ -96,8 +96,10 @@ class TasksTool(Tool):
             titles = [titles[0], f"+{len(titles) - 1} more"]
         return [result.display_message or "", *titles]
 
+    def start_message(self, action: str, params: msgspec.Struct) -> str | None:
+        return "Creating task…" if action == "create" else None
+
     async def create_action(self, ctx: ToolContext, params: CreateParams) -> ToolResult:
-        await ctx.progress(display_message="Creating task…")
         async with ctx.transaction() as session:
             task = await services.create_task(
                 session,

@@ -1,0 +1,252 @@
+"""The model door's fast path: OpenAI-format streams read off the wire, chunk by chunk.
+
+litellm still decides everything about the provider: which one a model name means, its
+credentials and base URL, the request (URL, headers, body, through the provider's own
+config: `validate_environment`, `get_complete_url`, `transform_request`) and the error
+types (`get_error_class` + `exception_type`, so the door maps them as before). Only the
+reading of the answer is ours: the SSE lines go straight from httpx into msgspec Structs
+instead of litellm's CustomStreamWrapper, which builds and rebuilds pydantic objects per
+chunk (~0.3 ms of CPU each, against ~10 µs here).
+
+Only providers whose chat config is litellm's OpenAI one (or a subclass that neither signs
+requests nor fakes streaming nor wraps the stream itself) take this path; any other, and
+any target whose base URL litellm would look up elsewhere, returns None from
+`build_request` and goes through `litellm.acompletion` in full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import litellm
+import msgspec
+from litellm.litellm_core_utils.exception_mapping_utils import exception_type
+from litellm.llms.base_llm.chat.transformation import BaseConfig
+from litellm.llms.openai.chat.gpt_transformation import OpenAIGPTConfig
+from litellm.utils import ProviderConfigManager
+
+logger = logging.getLogger(__name__)
+
+# Providers whose streamed chat answer is OpenAI's `chat.completion.chunk` SSE (litellm
+# sends them through its OpenAI config or an OpenAI-like subclass of it). Azure is not
+# here: deployments, api-version and Entra tokens are resolved in litellm's Azure client.
+# Ollama is reached through its OpenAI endpoint (`openai/<model>` + `…/v1`); litellm's
+# `ollama_chat` speaks Ollama's own NDJSON.
+OPENAI_FORMAT_PROVIDERS = frozenset(
+    {
+        "openai",
+        "custom_openai",
+        "hosted_vllm",
+        "lm_studio",
+        "openrouter",
+        "groq",
+        "deepseek",
+        "xai",
+        "together_ai",
+        "fireworks_ai",
+        "deepinfra",
+        "mistral",
+    }
+)
+
+
+# -- the chunks ------------------------------------------------------------------------
+# Only what the door reads; msgspec skips every other field without building it.
+class FunctionDelta(msgspec.Struct):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ToolCallDelta(msgspec.Struct):
+    index: int | None = None
+    id: str | None = None
+    function: FunctionDelta | None = None
+
+
+class Delta(msgspec.Struct):
+    content: str | None = None
+    tool_calls: list[ToolCallDelta] | None = None
+
+
+class Choice(msgspec.Struct):
+    delta: Delta | None = None
+    finish_reason: str | None = None
+
+
+class Chunk(msgspec.Struct):
+    choices: list[Choice] = []  # empty in a last chunk carrying only usage
+    error: Any = None  # vLLM and others may send an error inside a 200 stream
+
+
+_decode_chunk = msgspec.json.Decoder(Chunk).decode
+_encode = msgspec.json.Encoder().encode
+
+
+# -- the request -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class WireRequest:
+    model: str  # the provider's own name for it (`fake-model` of `openai/fake-model`)
+    provider: str
+    config: BaseConfig
+    url: str
+    headers: dict[str, str]
+    body: bytes
+
+
+def _openai_format(config: Any, model: str, provider: str) -> bool:
+    if not isinstance(config, OpenAIGPTConfig):
+        return False
+    if config.has_custom_stream_wrapper or config.uses_async_transform_request:
+        return False
+    if type(config).sign_request is not BaseConfig.sign_request:
+        return False
+    return not config.should_fake_stream(model=model, stream=True, custom_llm_provider=provider)
+
+
+def build_request(
+    target_model: str,
+    api_base: str | None,
+    api_key: str | None,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+) -> WireRequest | None:
+    """litellm's request for this call, or None when the call is not for the fast path."""
+    model, provider, dynamic_key, provider_base = litellm.get_llm_provider(
+        target_model, api_base=api_base, api_key=api_key
+    )
+    if provider not in OPENAI_FORMAT_PROVIDERS:
+        return None
+    config = ProviderConfigManager.get_provider_chat_config(
+        model=model, provider=litellm.LlmProviders(provider)
+    )
+    if not _openai_format(config, model, provider):
+        return None
+    assert isinstance(config, OpenAIGPTConfig)
+    key, base = api_key or dynamic_key, api_base or provider_base
+    if provider == "openai":  # litellm's own lookup: litellm.api_key, OPENAI_API_KEY, …
+        key, base = OpenAIGPTConfig.get_api_key(key), OpenAIGPTConfig.get_api_base(base)
+    if base is None:
+        return None  # litellm resolves this provider's URL in its dispatcher: let it
+    optional = litellm.get_optional_params(
+        model=model, custom_llm_provider=provider, stream=True, tools=tools
+    )
+    params = {"api_base": base, "custom_llm_provider": provider}
+    headers = config.validate_environment(
+        headers={},
+        model=model,
+        messages=messages,  # type: ignore[arg-type]
+        optional_params=optional,
+        litellm_params=params,
+        api_key=key,
+        api_base=base,
+    )
+    url = config.get_complete_url(
+        api_base=base, api_key=key, model=model, optional_params=optional, litellm_params=params
+    )
+    body = config.transform_request(model, messages, optional, params, headers)  # type: ignore[arg-type]
+    body["stream"] = True
+    return WireRequest(model, provider, config, url, headers, _encode(body))
+
+
+# -- errors: litellm's types, as its own HTTP handler raises them ------------------------
+def provider_error(request: WireRequest, message: str, status: int, headers: Any = None) -> Any:
+    """The exception litellm would raise for this answer (RateLimitError, …)."""
+    raw = request.config.get_error_class(
+        error_message=message, status_code=status, headers=dict(headers or {})
+    )
+    return exception_type(
+        model=request.model, original_exception=raw, custom_llm_provider=request.provider
+    )
+
+
+# -- the stream ------------------------------------------------------------------------
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _client() -> httpx.AsyncClient:
+    """One pooled client per event loop (connections are bound to the loop that made them)."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None:
+        client = _clients[loop] = httpx.AsyncClient()
+    return client
+
+
+async def open_stream(request: WireRequest, timeout: float) -> httpx.Response:  # noqa: ASYNC109
+    """Send the request and wait for the answer's head (each step within `timeout`, as
+    litellm's `timeout`); an error status or a failed connection raises litellm's type."""
+    client = _client()
+    http_request = client.build_request(
+        "POST",
+        request.url,
+        headers=request.headers,
+        content=request.body,
+        timeout=httpx.Timeout(timeout),
+    )
+    try:
+        response = await client.send(http_request, stream=True)
+    except httpx.TimeoutException as exc:
+        raise litellm.Timeout(str(exc), model=request.model, llm_provider=request.provider) from exc
+    except httpx.HTTPError as exc:  # litellm's handler reports these as a 500 of the provider
+        raise provider_error(request, str(exc), 500) from exc
+    if response.status_code >= 400:
+        try:
+            text = (await response.aread()).decode("utf-8", "replace")
+        finally:
+            await response.aclose()
+        raise provider_error(request, text, response.status_code, response.headers)
+    return response
+
+
+async def read_chunks(request: WireRequest, response: httpx.Response) -> AsyncIterator[Chunk]:
+    """The stream's chunks, decoded as they arrive, until `[DONE]` or the end of the body.
+
+    A line that is not valid JSON is skipped (as litellm's own reader does); an error
+    object inside the stream raises litellm's exception for its code.
+    """
+    try:
+        async for payload in _data_lines(response):
+            if payload == b"[DONE]":
+                return
+            try:
+                chunk = _decode_chunk(payload)
+            except msgspec.DecodeError:
+                logger.debug("skipped a malformed stream chunk: %.200r", payload)
+                continue
+            if chunk.error is not None:
+                raise _chunk_error(request, chunk.error)
+            yield chunk
+    except httpx.TimeoutException as exc:  # a read waited `timeout`: the stream stalled
+        raise TimeoutError(str(exc)) from exc
+    finally:
+        await response.aclose()
+
+
+async def _data_lines(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The payloads of the SSE `data:` lines; blank separators, `event:` lines and
+    `: keep-alive` comments are passed over."""
+    pending = b""
+    async for data in response.aiter_bytes():
+        lines = (pending + data).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            if line.startswith(b"data:"):
+                yield line[5:].strip()
+    if pending.startswith(b"data:"):  # a last line without its newline
+        yield pending[5:].strip()
+
+
+def _chunk_error(request: WireRequest, error: Any) -> Exception:
+    if not isinstance(error, dict):
+        return provider_error(request, str(error), 500)
+    code, message = error.get("code"), error.get("message")
+    status = code if isinstance(code, int) and 400 <= code < 600 else 500
+    return provider_error(request, message if isinstance(message, str) else str(error), status)
