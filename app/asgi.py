@@ -19,7 +19,7 @@ from app.db.config import build_sqlalchemy_config
 from app.db.schema import schema_lifespan
 from app.db.session import session_dependency
 from app.lib.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
-from app.lib.health import health
+from app.lib.health import health, readiness
 from app.lib.openapi import (
     OptionalLiteralSchemaPlugin,
     StrictStructSchemaPlugin,
@@ -28,6 +28,7 @@ from app.lib.openapi import (
 from app.lib.problems import problem_details_plugin
 from app.lib.requests import ApiRequest
 from app.lib.security import add_security_headers
+from app.observability.plugin import observability_plugins
 from app.orchestrator.approval_controller import ApprovalController
 from app.orchestrator.plugin import OrchestratorPlugin
 from app.realtime.channels import RealtimeChannels
@@ -44,6 +45,7 @@ from app.tools.toolsets import load_agent_types
 # Every route of the app, in one place.
 ROUTES = [
     health,
+    readiness,
     AuthController,
     MeController,
     AgentController,
@@ -98,6 +100,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             StrictStructSchemaPlugin(),
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
+            *observability_plugins(settings),  # request ids, logs, /metrics, traces
             OrchestratorPlugin(settings, db_config),  # last: its lifespan exits first
         ],
         dependencies={

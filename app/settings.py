@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
@@ -181,6 +181,29 @@ class Settings:
         PositiveFloat,
         Meta(description="how long a run's last write retries while the database is unreachable"),
     ] = 60.0
+    # Operating in production (app/observability/): logs, metrics, traces.
+    log_format: Annotated[
+        Literal["text", "json"],
+        Meta(description="log lines as text, or one JSON object per line (with `request_id`)"),
+    ] = "text"
+    log_level: Annotated[
+        Literal["debug", "info", "warning", "error"],
+        Meta(description="lowest level logged (tool events are `debug`)"),
+    ] = "info"
+    metrics_enabled: Annotated[bool, Meta(description="serve Prometheus metrics at `/metrics`")] = (
+        True
+    )
+    metrics_token: Annotated[
+        str | None,
+        Meta(description="when set, `/metrics` requires `Authorization: Bearer <token>`"),
+    ] = None
+    otel_enabled: Annotated[
+        bool,
+        Meta(
+            description="OpenTelemetry traces (requests, model and tool calls), exported over "
+            "OTLP as the standard `OTEL_EXPORTER_OTLP_*` variables say (needs the `otel` extra)"
+        ),
+    ] = False
 
     @property
     def is_sqlite(self) -> bool:
@@ -223,6 +246,8 @@ class Variable:
             value = True if word in _TRUE else False if word in _FALSE else raw
         elif isinstance(self.kind, _LIST_TYPES):
             value = [item.strip() for item in raw.split(",") if item.strip()]
+        elif isinstance(self.kind, msgspec.inspect.LiteralType):
+            value = raw.strip().lower()  # LOG_LEVEL=INFO as well as info
         return msgspec.convert(value, self.annotation, strict=False)
 
     def expected(self) -> str:
@@ -232,6 +257,8 @@ class Variable:
             return "one of 1, 0, true, false, yes, no"
         if isinstance(kind, _LIST_TYPES):
             return "a comma-separated list"
+        if isinstance(kind, msgspec.inspect.LiteralType):
+            return "one of " + ", ".join(map(str, kind.values))
         if isinstance(kind, msgspec.inspect.IntType | msgspec.inspect.FloatType):
             number = "an integer" if isinstance(kind, msgspec.inspect.IntType) else "a number"
             bounds = [

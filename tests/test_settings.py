@@ -87,6 +87,11 @@ DEFAULTS = {
     "runner_heartbeat_seconds": 0.5,
     "runner_heartbeat_timeout_seconds": 3.0,
     "runner_db_retry_seconds": 60.0,
+    "log_format": "text",
+    "log_level": "info",
+    "metrics_enabled": True,
+    "metrics_token": None,
+    "otel_enabled": False,
 }
 
 
@@ -101,6 +106,9 @@ def other_value(variable: Variable) -> tuple[str, object]:
         return str(default + 1), default + 1
     if isinstance(kind, msgspec.inspect.FloatType):
         return str(default + 1.5), default + 1.5
+    if isinstance(kind, msgspec.inspect.LiteralType):
+        other = next(v for v in kind.values if v != default)
+        return other.upper(), other  # case does not matter
     if isinstance(kind, msgspec.inspect.StrType):
         return f"set-{variable.name.lower()}", f"set-{variable.name.lower()}"
     pytest.fail(f"{variable.name}: teach other_value() a {kind!r}")

@@ -32,6 +32,7 @@ import httpx
 import litellm
 from litellm.llms.custom_llm import CustomLLM
 
+from app.observability import calls, metrics
 from app.orchestrator.demo_model import demo_reply, split_text
 
 logger = logging.getLogger(__name__)
@@ -238,7 +239,10 @@ async def _stream_once(
     loop = asyncio.get_running_loop()
     assembler = _ToolCallAssembler()
     # The idle deadline moves with every chunk: a stalled stream ends as a timeout.
-    async with asyncio.timeout(loop.time() + target.timeout) as deadline:
+    async with (
+        calls.model_call(target.model),
+        asyncio.timeout(loop.time() + target.timeout) as deadline,
+    ):
         stream = await litellm.acompletion(model=target.model, messages=messages, **params)
         async for chunk in _chunks(stream):
             deadline.reschedule(loop.time() + target.timeout)
@@ -288,6 +292,7 @@ async def stream_turn(
             raise
         except Exception as exc:
             error = exc if isinstance(exc, LLMError) else map_error(exc)
+            metrics.model_error(error.kind)
             if not error.transient or turn.text or attempt >= target.max_retries:
                 if attempt:
                     error.message += f" (after {attempt + 1} attempts)"
