@@ -3,7 +3,6 @@ handshake carries the request id."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 import httpx
@@ -14,6 +13,7 @@ from tests.conftest import ApiUser
 from tests.realtime.conftest import new_thread
 from tests.realtime.support import Server, WsClient, write_create
 from tests.support.metrics import Scrape
+from tests.support.processes import until
 
 
 async def scrape(http: httpx.AsyncClient) -> Scrape:
@@ -49,9 +49,11 @@ async def test_sockets_subscriptions_frames_and_backfills_are_counted(
         assert during.value("toolcells_pubsub_backfills_total", reason="gap") == 1
         # subscribed, the back-filled message and the one after it (and any run frames)
         assert during.value("toolcells_frames_sent_total") >= 3
-    async with asyncio.timeout(10):  # the server notices the close on its own time
-        while (await scrape(http) - before).value("toolcells_open_sockets") != 0:
-            await asyncio.sleep(0.05)
+
+    async def closed() -> bool:  # the server notices the close on its own time
+        return (await scrape(http) - before).value("toolcells_open_sockets") == 0
+
+    await until(closed, timeout=10)
     assert (await scrape(http) - before).value("toolcells_subscriptions") == 0
 
 
