@@ -20,7 +20,12 @@ from app.settings import Settings
 
 TEXT_FORMAT = "%(levelname)s - %(asctime)s - %(name)s - [%(request_id)s] %(message)s"
 # Attributes every LogRecord has; anything else was passed as `extra=` and is kept.
-_RECORD_ATTRIBUTES = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+# (uvicorn's `color_message` is its message with terminal colours: noise in JSON.)
+_RECORD_ATTRIBUTES = frozenset(vars(logging.makeLogRecord({}))) | {
+    "message",
+    "asctime",
+    "color_message",
+}
 _encode = msgspec.json.Encoder(enc_hook=str).encode
 
 
