@@ -86,7 +86,10 @@ def observability_plugins(settings: Settings) -> list[InitPlugin]:
     plugins: list[InitPlugin] = [ObservabilityPlugin(settings)]
     if settings.otel_enabled:
         provider = tracing.default_provider()  # fails now, in one line, without the extra
-        from litestar.plugins.opentelemetry import OpenTelemetryConfig, OpenTelemetryPlugin
+        try:
+            from litestar.plugins.opentelemetry import OpenTelemetryConfig, OpenTelemetryPlugin
+        except ImportError as exc:  # Litestar's MissingDependencyException is one
+            raise tracing.TracingUnavailable(tracing.NEEDS_EXTRA) from exc
 
         config = OpenTelemetryConfig(tracer_provider=provider, exclude=[METRICS_PATH])
         plugins.append(OpenTelemetryPlugin(config))

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 SERVICE_NAME = "toolcells"
+NEEDS_EXTRA = "OTEL_ENABLED needs the OpenTelemetry packages: uv sync --extra otel"
 _tracer: Tracer | None = None
 
 
@@ -39,9 +40,7 @@ def default_provider() -> TracerProvider:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError as exc:
-        raise TracingUnavailable(
-            "OTEL_ENABLED needs the OpenTelemetry packages: uv sync --extra otel"
-        ) from exc
+        raise TracingUnavailable(NEEDS_EXTRA) from exc
     named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": SERVICE_NAME}
     provider = TracerProvider(resource=Resource.create(named))
     try:
