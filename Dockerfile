@@ -1,4 +1,5 @@
-# The API server. Migrations run on start (see docker-compose.yml), then `litestar run`.
+# The API server. On start, docker/entrypoint.sh applies migrations (and seeds the demo when
+# SEED_DEMO=1), then runs the command: `litestar run`.
 FROM python:3.11-slim
 
 ENV PYTHONUNBUFFERED=1 \
@@ -13,11 +14,13 @@ RUN pip install --no-cache-dir uv
 WORKDIR /srv
 # Dependencies first, so code changes do not reinstall them.
 COPY pyproject.toml uv.lock ./
-RUN uv sync --locked --no-dev
+# The `otel` extra: OTEL_ENABLED=1 exports traces over OTLP without rebuilding.
+RUN uv sync --locked --no-dev --extra otel
 
 COPY alembic.ini ./
 COPY migrations ./migrations
 COPY app ./app
+COPY docker/entrypoint.sh /usr/local/bin/toolcells-entrypoint
 
 RUN useradd --create-home --uid 10001 toolcells && mkdir -p var && chown toolcells var
 USER toolcells
@@ -26,4 +29,5 @@ EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=5 \
   CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/api/health', timeout=2).status != 200)"
 
-CMD ["sh", "-c", "litestar database upgrade --no-prompt && exec litestar run --host 0.0.0.0 --port 8000"]
+ENTRYPOINT ["toolcells-entrypoint"]
+CMD ["litestar", "run", "--host", "0.0.0.0", "--port", "8000"]

@@ -21,7 +21,7 @@ from app.db.schema import schema_lifespan
 from app.db.session import session_dependency
 from app.devices.controllers import DeviceController
 from app.lib.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
-from app.lib.health import health
+from app.lib.health import health, readiness
 from app.lib.openapi import (
     OptionalLiteralSchemaPlugin,
     StrictStructSchemaPlugin,
@@ -30,6 +30,7 @@ from app.lib.openapi import (
 from app.lib.problems import problem_details_plugin
 from app.lib.requests import ApiRequest
 from app.lib.security import add_security_headers
+from app.observability.plugin import observability_plugins
 from app.openai_compat.controllers import OpenAIController
 from app.orchestrator.approval_controller import ApprovalController
 from app.orchestrator.device_result_controller import DeviceResultController
@@ -50,6 +51,7 @@ from app.tools.toolsets import load_agent_types
 # Every route of the app, in one place.
 ROUTES = [
     health,
+    readiness,
     AuthController,
     MeController,
     AgentController,
@@ -109,6 +111,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
             PushPlugin(settings, db_config),
+            *observability_plugins(settings),  # request ids, logs, /metrics, traces
             OrchestratorPlugin(settings, db_config),  # last: its lifespan exits first
         ],
         dependencies={

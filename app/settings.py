@@ -268,6 +268,30 @@ class Settings:
         """APNs is configured: key file, key id, team id and topic are all set."""
         return all((self.apns_key_file, self.apns_key_id, self.apns_team_id, self.apns_topic))
 
+    # Operating in production (app/observability/): logs, metrics, traces.
+    log_format: Annotated[
+        Literal["text", "json"],
+        Meta(description="log lines as text, or one JSON object per line (with `request_id`)"),
+    ] = "text"
+    log_level: Annotated[
+        Literal["debug", "info", "warning", "error"],
+        Meta(description="lowest level logged (tool events are `debug`)"),
+    ] = "info"
+    metrics_enabled: Annotated[bool, Meta(description="serve Prometheus metrics at `/metrics`")] = (
+        True
+    )
+    metrics_token: Annotated[
+        str | None,
+        Meta(description="when set, `/metrics` requires `Authorization: Bearer <token>`"),
+    ] = None
+    otel_enabled: Annotated[
+        bool,
+        Meta(
+            description="OpenTelemetry traces (requests, model and tool calls), exported over "
+            "OTLP as the standard `OTEL_EXPORTER_OTLP_*` variables say (needs the `otel` extra)"
+        ),
+    ] = False
+
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
@@ -309,6 +333,8 @@ class Variable:
             value = True if word in _TRUE else False if word in _FALSE else raw
         elif isinstance(self.kind, _LIST_TYPES):
             value = [item.strip() for item in raw.split(",") if item.strip()]
+        elif isinstance(self.kind, msgspec.inspect.LiteralType):
+            value = raw.strip().lower()  # LOG_LEVEL=INFO as well as info
         return msgspec.convert(value, self.annotation, strict=False)
 
     def expected(self) -> str:
@@ -318,6 +344,8 @@ class Variable:
             return "one of 1, 0, true, false, yes, no"
         if isinstance(kind, _LIST_TYPES):
             return "a comma-separated list"
+        if isinstance(kind, msgspec.inspect.LiteralType):
+            return "one of " + ", ".join(map(str, kind.values))
         if isinstance(kind, msgspec.inspect.IntType | msgspec.inspect.FloatType):
             number = "an integer" if isinstance(kind, msgspec.inspect.IntType) else "a number"
             bounds = [

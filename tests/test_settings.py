@@ -106,6 +106,11 @@ DEFAULTS = {
     "presence_ttl_seconds": 30.0,
     "live_activity_update_seconds": 5.0,
     "live_activity_dismiss_seconds": 900.0,
+    "log_format": "text",
+    "log_level": "info",
+    "metrics_enabled": True,
+    "metrics_token": None,
+    "otel_enabled": False,
 }
 
 
@@ -120,6 +125,9 @@ def other_value(variable: Variable) -> tuple[str, object]:
         return str(default + 1), default + 1
     if isinstance(kind, msgspec.inspect.FloatType):
         return str(default + 1.5), default + 1.5
+    if isinstance(kind, msgspec.inspect.LiteralType):
+        other = next(v for v in kind.values if v != default)
+        return other.upper(), other  # case does not matter
     if isinstance(kind, msgspec.inspect.StrType):
         return f"set-{variable.name.lower()}", f"set-{variable.name.lower()}"
     if isinstance(kind, msgspec.inspect.LiteralType):

@@ -18,6 +18,7 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "CreateToken": "Sign in: exchange email and password for a bearer token",
     "RevokeToken": "Sign out: revoke the token of this request",
     "GetHealth": "Check the service and its database are up",
+    "GetReadiness": "Check this process can serve: database and Redis reachable",
     "GetMe": "Get the signed-in user",
     "ListTasks": "List your tasks, newest first",
     "UpdateTask": "Rename, annotate, complete or reopen a task",

@@ -38,6 +38,7 @@ import httpx
 import litellm
 from litellm.llms.custom_llm import CustomLLM
 
+from app.observability import calls, metrics
 from app.orchestrator import llm_wire
 from app.orchestrator.demo_model import demo_reply, split_text
 
@@ -237,24 +238,25 @@ async def _stream_once(
 ) -> None:
     loop = asyncio.get_running_loop()
     assembler = _ToolCallAssembler()
-    stream = await _open(target, messages, tools)  # the request's own timeout: target.timeout
-    # The idle deadline is set by every chunk: a stream stalling after one ends as a timeout.
-    # Until the first, the transport's read timeout (also target.timeout) watches the wire,
-    # so litellm's own first-chunk work (imports on a first call) is not counted as silence.
-    async with asyncio.timeout(None) as deadline:
-        async for chunk in _chunks(stream):
-            deadline.reschedule(loop.time() + target.timeout)
-            if not chunk.choices:
-                continue
-            choice = chunk.choices[0]
-            delta = choice.delta
-            if delta is not None and delta.content:
-                turn.text += delta.content
-                await on_text(delta.content)
-            for call_delta in (getattr(delta, "tool_calls", None) or ()) if delta else ():
-                assembler.add(call_delta)
-            if choice.finish_reason:
-                turn.finish_reason = choice.finish_reason
+    async with calls.model_call(target.model):
+        stream = await _open(target, messages, tools)  # the request's own timeout: target.timeout
+        # The idle deadline is set by every chunk: a stream stalling after one ends as a timeout.
+        # Until the first, the transport's read timeout (also target.timeout) watches the wire,
+        # so litellm's own first-chunk work (imports on a first call) is not counted as silence.
+        async with asyncio.timeout(None) as deadline:
+            async for chunk in _chunks(stream):
+                deadline.reschedule(loop.time() + target.timeout)
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                delta = choice.delta
+                if delta is not None and delta.content:
+                    turn.text += delta.content
+                    await on_text(delta.content)
+                for call_delta in (getattr(delta, "tool_calls", None) or ()) if delta else ():
+                    assembler.add(call_delta)
+                if choice.finish_reason:
+                    turn.finish_reason = choice.finish_reason
     turn.tool_calls = assembler.calls()
 
 
@@ -325,6 +327,7 @@ async def stream_turn(
             raise
         except Exception as exc:
             error = exc if isinstance(exc, LLMError) else map_error(exc)
+            metrics.model_error(error.kind)
             if not error.transient or turn.text or attempt >= target.max_retries:
                 if attempt:
                     error.message += f" (after {attempt + 1} attempts)"

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 RETRY_SECONDS = 1.0
+PING_TIMEOUT = 2.0
 
 
 def build_backend(settings: Settings) -> tuple[ChannelsBackend, Redis | None]:
@@ -109,6 +110,17 @@ class RealtimeChannels(ChannelsPlugin):
         """Carry a runner wake-up (app/orchestrator/notify.py) to the other processes."""
         self._outbox.append((encode_wakeup(payload), self.control_channel))
         self._outbox_ready.set()
+
+    async def backend_ready(self) -> bool | None:
+        """Readiness (`/api/health/ready`): does Redis answer? None without Redis."""
+        if self._redis is None:
+            return None
+        try:
+            async with asyncio.timeout(PING_TIMEOUT):
+                return bool(await self._redis.ping())
+        except Exception:
+            logger.warning("readiness: Redis unavailable", exc_info=True)
+            return False
 
     def channel_for(self, thread_id: UUID) -> str:
         return f"{self._prefix}thread:{thread_id}"

@@ -21,6 +21,7 @@ from litestar.connection import WebSocket
 from litestar.types import ReceiveMessage
 
 from app.db.errors import database_unavailable_now
+from app.observability import metrics
 from app.realtime.channels import RealtimeChannels
 from app.realtime.events import (
     CLIENT_FRAME_TYPES,
@@ -151,6 +152,7 @@ class Connection:
                 if self._room is not None:
                     self._room.set()
                 await self.socket.send_text(text)
+                metrics.frame_sent()
         except Exception:  # the client is gone
             self.close(None)
         finally:

@@ -12,6 +12,7 @@ from litestar import WebSocket, websocket
 from app.accounts.deps import bearer_token
 from app.db.errors import database_unavailable_now
 from app.lib.security import token_digest
+from app.observability import metrics
 from app.realtime.channels import RealtimeChannels
 from app.realtime.connection import Connection
 from app.realtime.events import CLOSE_TOO_SLOW, CLOSE_UNAUTHORIZED
@@ -36,5 +37,8 @@ async def realtime_socket(socket: WebSocket, channels: RealtimeChannels) -> None
         return
     connection = Connection(socket, channels, user_id)
     # Revoked or expired later (the check above ran once): closed with 4401 too.
-    with channels.tokens.watch(token_digest(token), connection.close_unauthorized):
+    with (
+        channels.tokens.watch(token_digest(token), connection.close_unauthorized),
+        metrics.open_socket(),
+    ):
         await connection.serve()

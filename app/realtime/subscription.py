@@ -32,6 +32,7 @@ from uuid import UUID
 import msgspec
 from litestar.channels import ChannelsPlugin, Subscriber
 
+from app.observability import metrics
 from app.push import presence
 from app.realtime.events import (
     ErrorFrame,
@@ -132,6 +133,7 @@ class ThreadSubscription:
                 await self.task
         if self._subscriber is not None:
             subscriber, self._subscriber = self._subscriber, None
+            metrics.subscription_ended()
             subscriber.on_payload = None
             await self.source.channels.unsubscribe(subscriber, self.source.channel)
 
@@ -182,6 +184,7 @@ class ThreadSubscription:
             raise
         assert isinstance(subscriber, CallbackSubscriber)
         self._subscriber = subscriber
+        metrics.subscription_started()
         subscriber.on_payload = self._on_payload
         channels.publish(self._probe, channel)
         try:
@@ -243,6 +246,7 @@ class ThreadSubscription:
                 return
 
     async def _backfill_then_go_live(self, with_run: bool = False) -> None:
+        metrics.backfill("reconnect" if with_run else "gap")
         try:
             await self._backfill()
             if with_run:  # a run's change may have been lost too

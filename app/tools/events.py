@@ -48,10 +48,11 @@ class ToolEvents(Protocol):
 
 
 class LoggingToolEvents:
-    """The default: one log line per lifecycle step."""
+    """The default: one log line per lifecycle step, at DEBUG (a busy server runs many
+    tool calls a second; production logs at INFO)."""
 
     async def on_start(self, call: ToolCall) -> None:
-        logger.info("tool start %s.%s call=%s", call.name, call.action, call.tool_call_id)
+        logger.debug("tool start %s.%s call=%s", call.name, call.action, call.tool_call_id)
 
     async def on_progress(
         self, call: ToolCall, display_message: str | None, data: dict[str, Any] | None
@@ -64,7 +65,7 @@ class LoggingToolEvents:
         )
 
     async def on_end(self, call: ToolCall, result: ToolResult) -> None:
-        logger.info(
+        logger.debug(
             "tool end %s.%s call=%s duplicate=%s",
             call.name,
             call.action,
@@ -73,7 +74,7 @@ class LoggingToolEvents:
         )
 
     async def on_error(self, call: ToolCall, result: ToolResult) -> None:
-        logger.info(
+        logger.debug(
             "tool error %s.%s call=%s %s: %s",
             call.name,
             call.action,

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from app.observability import calls, metrics
 from app.tools.base import Tool, ToolContext, ToolResult
 from app.tools.events import LoggingToolEvents, ToolCall, ToolEvents
 from app.tools.preview import clamp, generic_preview
@@ -141,7 +142,7 @@ async def _run_tool(
     ctx: ToolContext, tool: Tool, action: str, params: msgspec.Struct
 ) -> ToolResult:
     try:
-        async with asyncio.timeout(tool.timeout_seconds):
+        async with asyncio.timeout(tool.timeout_seconds), calls.tool_call(tool.name, action):
             result = await tool.run(ctx, action, params)
     except TimeoutError:
         return ToolResult.failure(
@@ -210,6 +211,7 @@ async def _finish(
     events: ToolEvents, call: ToolCall, result: ToolResult, tool: Tool | None = None
 ) -> ToolResult:
     result = with_preview(storable(result), tool, call.action or "")
+    metrics.tool_call(call.name, "success" if result.ok else str(result.error_type))
     if result.ok:
         await events.on_end(call, result)
     else:

@@ -1,0 +1,1 @@
+"""Operating in production: request ids, logs, metrics, readiness, traces."""

@@ -1,0 +1,79 @@
+"""Log lines: text (the default) or one JSON object per line, each with its request id.
+
+Litestar's `LoggingConfig` configures the root logger (so `app.*`, `litestar` and uvicorn's
+loggers all write through one handler); only the formatter changes between the formats,
+and the request-id filter sits on that handler, where records are still handled in the
+task that logged them (the queue behind it formats in another thread).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from litestar.logging.config import LoggingConfig
+
+from app.observability.request_id import RequestIdFilter
+from app.settings import Settings
+
+TEXT_FORMAT = "%(levelname)s - %(asctime)s - %(name)s - [%(request_id)s] %(message)s"
+# Attributes every LogRecord has; anything else was passed as `extra=` and is kept.
+# (uvicorn's `color_message` is its message with terminal colours: noise in JSON.)
+_RECORD_ATTRIBUTES = frozenset(vars(logging.makeLogRecord({}))) | {
+    "message",
+    "asctime",
+    "color_message",
+}
+_encode = msgspec.json.Encoder(enc_hook=str).encode
+
+
+class JsonFormatter(logging.Formatter):
+    """`{"time", "level", "logger", "message", "request_id", …extra, "exception"?}`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "request_id": getattr(record, "request_id", None),
+        }
+        line.update(
+            (key, value)
+            for key, value in vars(record).items()
+            if key not in _RECORD_ATTRIBUTES and key not in line
+        )
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            line["exception"] = record.exc_text
+        return _encode(line).decode()
+
+
+def _formatter(settings: Settings) -> dict[str, Any]:
+    if settings.log_format == "json":
+        return {"()": JsonFormatter}
+    return {"format": TEXT_FORMAT}
+
+
+def logging_config(settings: Settings) -> LoggingConfig:
+    level = settings.log_level.upper()
+    through_root = {"level": level, "handlers": ["queue_listener"], "propagate": False}
+    config = LoggingConfig(
+        formatters={"standard": _formatter(settings)},
+        filters={"request_id": {"()": RequestIdFilter}},
+        root={"handlers": ["queue_listener"], "level": level},
+        loggers={
+            "litestar": through_root,
+            # uvicorn's access and error lines in the same format, with the request id
+            "uvicorn.access": {**through_root, "level": "INFO"},
+            "uvicorn.error": {**through_root, "level": "INFO"},
+        },
+    )
+    config.handlers["queue_listener"] = {
+        **config.handlers["queue_listener"],
+        "filters": ["request_id"],
+    }
+    return config

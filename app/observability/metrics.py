@@ -1,0 +1,132 @@
+"""Every Prometheus metric of ours, and the one-line functions the code calls to move them.
+
+The places that own an event call a function here (the runner's end through the change
+sink in run_metrics.py, the tool executor, the realtime socket, subscription and sender,
+the model door, the push sender); nothing else imports prometheus_client. HTTP request
+metrics come from Litestar's Prometheus middleware (`toolcells_requests_total`, …), and
+`/metrics` serves them all (app/observability/plugin.py).
+
+Labels whose values come from outside (tool names a model made up, models an agent names)
+are capped: after `MAX_LABEL_VALUES` distinct values, the rest count as "other".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+
+from prometheus_client import Counter, Gauge, Histogram
+
+PREFIX = "toolcells"
+MAX_LABEL_VALUES = 100
+# Seconds: a turn with tool calls and a slow model can take minutes.
+TURN_BUCKETS = (0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
+MODEL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120)
+
+RUNS = Counter(f"{PREFIX}_runs", "Runs ended, by final status", ["status"])
+TURN_SECONDS = Histogram(
+    f"{PREFIX}_turn_seconds",
+    "Seconds from a run's creation (the user's message) to its end, by final status",
+    ["status"],
+    buckets=TURN_BUCKETS,
+)
+TOOL_CALLS = Counter(
+    f"{PREFIX}_tool_calls",
+    "Tool calls ended, by tool and status (success, or the failure's error_type)",
+    ["tool", "status"],
+)
+OPEN_SOCKETS = Gauge(f"{PREFIX}_open_sockets", "Authenticated /api/ws sockets open now")
+SUBSCRIPTIONS = Gauge(f"{PREFIX}_subscriptions", "Thread subscriptions listening now")
+FRAMES_SENT = Counter(f"{PREFIX}_frames_sent", "Frames written to /api/ws sockets")
+BACKFILLS = Counter(
+    f"{PREFIX}_pubsub_backfills",
+    "Subscriptions that read missed changes from the database (gap: a lost or reordered "
+    "event; reconnect: pub/sub was unreachable)",
+    ["reason"],
+)
+MODEL_CALL_SECONDS = Histogram(
+    f"{PREFIX}_model_call_seconds",
+    "Seconds of one model call (one attempt, the whole stream), by model and outcome",
+    ["model", "outcome"],
+    buckets=MODEL_BUCKETS,
+)
+MODEL_ERRORS = Counter(
+    f"{PREFIX}_model_errors", "Failed model calls (each attempt), by error kind", ["kind"]
+)
+PUSHES = Counter(
+    f"{PREFIX}_push_notifications", "Push notifications attempted, by outcome", ["outcome"]
+)
+
+_seen: dict[str, set[str]] = {}
+
+
+def bounded(label: str, value: str) -> str:
+    """`value`, or "other" once `label` has `MAX_LABEL_VALUES` other values."""
+    seen = _seen.setdefault(label, set())
+    if value in seen:
+        return value
+    if len(seen) >= MAX_LABEL_VALUES:
+        return "other"
+    seen.add(value)
+    return value
+
+
+def run_ended(status: str, seconds: float | None) -> None:
+    RUNS.labels(status).inc()
+    if seconds is not None and seconds >= 0:
+        TURN_SECONDS.labels(status).observe(seconds)
+
+
+def tool_call(tool: str, status: str) -> None:
+    TOOL_CALLS.labels(bounded("tool", tool), bounded("tool_status", status)).inc()
+
+
+@contextmanager
+def open_socket() -> Iterator[None]:
+    OPEN_SOCKETS.inc()
+    try:
+        yield
+    finally:
+        OPEN_SOCKETS.dec()
+
+
+def subscription_started() -> None:
+    SUBSCRIPTIONS.inc()
+
+
+def subscription_ended() -> None:
+    SUBSCRIPTIONS.dec()
+
+
+def frame_sent() -> None:
+    FRAMES_SENT.inc()
+
+
+def backfill(reason: str) -> None:
+    BACKFILLS.labels(reason).inc()
+
+
+@asynccontextmanager
+async def model_call(model: str) -> AsyncIterator[None]:
+    """Times one model call; `outcome` is ok, error or cancelled."""
+    start, outcome = time.perf_counter(), "error"
+    try:
+        yield
+        outcome = "ok"
+    except BaseException as exc:
+        if not isinstance(exc, Exception):
+            outcome = "cancelled"
+        raise
+    finally:
+        elapsed = time.perf_counter() - start
+        MODEL_CALL_SECONDS.labels(bounded("model", model), outcome).observe(elapsed)
+
+
+def model_error(kind: str) -> None:
+    MODEL_ERRORS.labels(bounded("model_error", kind)).inc()
+
+
+def record_push(outcome: str) -> None:
+    """One push notification attempt: e.g. sent, failed, invalid_token, skipped."""
+    PUSHES.labels(bounded("push_outcome", outcome)).inc()

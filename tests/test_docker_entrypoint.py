@@ -1,0 +1,89 @@
+"""The image's entrypoint (docker/entrypoint.sh), run here without Docker: against SQLite in
+a temporary directory, with the project's virtualenv on PATH as the image has /opt/venv."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from app.cli.demo import DEMO_EMAIL, DEMO_PASSWORD, DEMO_TOKEN
+from app.settings import PROJECT_ROOT
+
+ENTRYPOINT = PROJECT_ROOT / "docker" / "entrypoint.sh"
+COMMAND = [sys.executable, "-c", "print('serving')"]  # stands in for `litestar run`
+
+
+def run_entrypoint(database: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "DATABASE_URL": f"sqlite+aiosqlite:///{database}",
+        **env,
+    }
+    if "SEED_DEMO" not in env:
+        environ.pop("SEED_DEMO", None)  # the caller's shell must not decide
+    return subprocess.run(
+        ["sh", str(ENTRYPOINT), *COMMAND],
+        cwd=PROJECT_ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def users(database: Path) -> list[str]:
+    with sqlite3.connect(database) as connection:
+        return [email for (email,) in connection.execute("SELECT email FROM users")]
+
+
+def test_migrates_seeds_the_demo_then_runs_the_command(tmp_path: Path) -> None:
+    database = tmp_path / "app.sqlite3"
+    first = run_entrypoint(database, SEED_DEMO="1")
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert first.stdout.strip().endswith("serving")
+    assert users(database) == [DEMO_EMAIL]
+    # A later start: nothing new, nothing lost.
+    again = run_entrypoint(database, SEED_DEMO="1")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert users(database) == [DEMO_EMAIL]
+
+
+def test_without_seed_demo_only_migrates(tmp_path: Path) -> None:
+    database = tmp_path / "app.sqlite3"
+    result = run_entrypoint(database)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().endswith("serving")
+    assert users(database) == []  # the schema is there, no demo
+
+
+def test_a_failed_migration_stops_the_start(tmp_path: Path) -> None:
+    unreachable = tmp_path / "missing-directory" / "app.sqlite3"
+    result = run_entrypoint(unreachable, SEED_DEMO="1")
+    assert result.returncode != 0
+    assert "serving" not in result.stdout
+
+
+def test_the_image_uses_the_entrypoint() -> None:
+    dockerfile = (PROJECT_ROOT / "Dockerfile").read_text()
+    assert "COPY docker/entrypoint.sh /usr/local/bin/toolcells-entrypoint" in dockerfile
+    assert 'ENTRYPOINT ["toolcells-entrypoint"]' in dockerfile
+    assert 'CMD ["litestar", "run", "--host", "0.0.0.0", "--port", "8000"]' in dockerfile
+    assert ENTRYPOINT.stat().st_mode & stat.S_IXUSR  # COPY keeps the mode
+    # the script is valid POSIX sh
+    subprocess.run(["sh", "-n", str(ENTRYPOINT)], check=True)
+
+
+def test_compose_seeds_the_demo_and_says_how_to_log_in() -> None:
+    text = (PROJECT_ROOT / "docker-compose.yml").read_text()
+    compose = yaml.safe_load(text)
+    assert compose["services"]["app"]["environment"]["SEED_DEMO"] == "${SEED_DEMO:-1}"
+    for credential in (DEMO_EMAIL, DEMO_PASSWORD, DEMO_TOKEN):
+        assert credential in text
+    assert f"{DEMO_EMAIL} / {DEMO_PASSWORD}" in ENTRYPOINT.read_text()

@@ -1,0 +1,112 @@
+"""Log lines of a real server process: JSON when LOG_FORMAT=json, each with its request id;
+tool events are not logged at INFO. (A process of its own: logging is configured per process.)"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.observability.logs import JsonFormatter, logging_config
+from app.observability.request_id import RequestIdFilter
+from app.settings import PROJECT_ROOT, Settings
+from app.tools.base import ToolResult
+from app.tools.events import LoggingToolEvents, ToolCall
+from tests.support.databases import migrate, sqlite_url
+from tests.support.processes import free_port, until, wait_ready
+
+
+def start(port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "app:create_app", "--factory", "--port", str(port)],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+async def test_json_log_lines_carry_the_request_id(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    migrate(url)
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "RUNNER_ENABLED": "0",
+        "LOG_FORMAT": "json",
+        "REDIS_URL": "redis://127.0.0.1:1/0",  # unreachable: readiness logs a warning
+        "CHANNELS_PREFIX": "test-logs:",
+    }
+    log, port = tmp_path / "server.log", free_port()
+    process = start(port, env, log)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            await wait_ready(http)
+            response = await http.get("/api/health/ready", headers={"X-Request-ID": "trace-me-1"})
+            assert response.status_code == 503
+            assert response.headers["X-Request-ID"] == "trace-me-1"
+
+            def lines() -> list[dict]:
+                text = log.read_text()
+                return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+            def mine() -> list[dict]:
+                return [line for line in lines() if line.get("request_id") == "trace-me-1"]
+
+            async def logged() -> bool:
+                return {line["logger"] for line in mine()} >= {
+                    "app.realtime.channels",
+                    "uvicorn.access",
+                }
+
+            await until(logged, timeout=30)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    (warning,) = [line for line in mine() if line["logger"] == "app.realtime.channels"]
+    assert warning["level"] == "WARNING"
+    assert warning["message"] == "readiness: Redis unavailable"
+    assert "Traceback" in warning["exception"]
+    assert all(line["time"].endswith("+00:00") for line in lines())
+    # every line the server wrote is one JSON object
+    text_lines = [line for line in log.read_text().splitlines() if line.strip()]
+    assert all(line.startswith("{") for line in text_lines), text_lines[:5]
+
+
+def test_text_lines_carry_the_request_id_in_brackets() -> None:
+    config = logging_config(Settings())
+    formatter = logging.Formatter(config.formatters["standard"]["format"])
+    record = logging.makeLogRecord({"name": "app.x", "levelname": "INFO", "msg": "hello"})
+    RequestIdFilter().filter(record)
+    assert formatter.format(record).endswith(" - app.x - [-] hello")
+
+
+def test_json_lines_keep_extra_fields() -> None:
+    record = logging.makeLogRecord(
+        {"name": "app.x", "levelname": "INFO", "msg": "a %s", "args": ("b",)}
+    )
+    record.run_id = "r1"
+    RequestIdFilter().filter(record)
+    line = json.loads(JsonFormatter().format(record))
+    assert line["message"] == "a b" and line["run_id"] == "r1" and line["request_id"] == "-"
+
+
+async def test_tool_events_are_debug_lines(caplog: pytest.LogCaptureFixture) -> None:
+    """A busy server runs many tool calls a second: none of them is an INFO line."""
+    call = ToolCall("call_1", "tasks", "create", {"title": "x"}, uuid.uuid4(), uuid.uuid4())
+    listener = LoggingToolEvents()
+    with caplog.at_level(logging.DEBUG, logger="app.tools"):
+        await listener.on_start(call)
+        await listener.on_progress(call, "half way", None)
+        await listener.on_end(call, ToolResult.success({"id": 1}))
+        await listener.on_error(call, ToolResult.failure("no", "validation_error"))
+    assert len(caplog.records) == 4
+    assert {record.levelno for record in caplog.records} == {logging.DEBUG}
