@@ -7,6 +7,7 @@ import time
 from datetime import timedelta
 from uuid import UUID
 
+from prometheus_client import REGISTRY
 from sqlalchemy import func, insert, select
 
 from app.db.models import Device, PushDelivery, PushEvent, push_presence
@@ -36,6 +37,7 @@ async def test_a_completed_run_with_nobody_watching_is_one_alert(
     api: OrchestratorApi, fake_apns: FakeApns
 ) -> None:
     device = await register_device(api)
+    sent_before = _pushes_sent()
     api.llm.script(Text(ANSWER))
     thread_id, run = await api.turn("hello")
     assert run["status"] == "completed"
@@ -55,6 +57,16 @@ async def test_a_completed_run_with_nobody_watching_is_one_alert(
     assert payload["aps"]["thread-id"] == thread_id
     await _fanned_out(api, run["id"])
     assert len(fake_apns.received) == 1
+    for _ in range(100):  # /metrics counts it once the sender has read APNs' answer
+        if _pushes_sent() == sent_before + 1:
+            break
+        await asyncio.sleep(0.05)
+    assert _pushes_sent() == sent_before + 1
+
+
+def _pushes_sent() -> float:
+    value = REGISTRY.get_sample_value("toolcells_push_notifications_total", {"outcome": "sent"})
+    return value or 0.0
 
 
 async def test_a_user_watching_the_thread_gets_no_push(
