@@ -30,7 +30,7 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "PostMessage": "Send a message; the agent answers in a new run",
     "GetMessage": "Get one message with its tool activity",
     "DecideApproval": "Approve or deny a tool call that awaits approval",
-    "GetRun": "Get a run's status",
+    "GetRun": "Get a run's status and trace (steps, tool results)",
     "CancelRun": "Cancel a queued or running run",
     "ListTools": "List the tools agents can call and how the app shows them",
 }

@@ -226,8 +226,11 @@ async def _stream_once(
     tools: list[dict[str, Any]] | None,
     on_text: TextCallback,
     turn: ModelTurn,
+    response_format: dict[str, Any] | None = None,
 ) -> None:
     params: dict[str, Any] = {"stream": True, "max_retries": 0, "timeout": target.timeout}
+    if response_format is not None:
+        params["response_format"] = response_format
     if target.api_base:
         params["api_base"] = target.api_base
     if target.api_key:
@@ -276,13 +279,18 @@ async def stream_turn(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
     on_text: TextCallback,
+    *,
+    response_format: dict[str, Any] | None = None,
 ) -> ModelTurn:
-    """One streamed model turn; raises LLMError (after bounded retries) on failure."""
+    """One streamed model turn; raises LLMError (after bounded retries) on failure.
+
+    `response_format` (OpenAI's: json_schema or json_object) asks for structured output.
+    """
     attempt = 0
     while True:
         turn = ModelTurn()
         try:
-            await _stream_once(target, messages, tools, on_text, turn)
+            await _stream_once(target, messages, tools, on_text, turn, response_format)
             return turn
         except asyncio.CancelledError:
             raise

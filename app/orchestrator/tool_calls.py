@@ -39,6 +39,7 @@ class PlannedCall:
     delegate: Agent | None = None
     immediate: ToolResult | None = None  # decided without running (e.g. budget spent)
     result: ToolResult | None = None
+    step_id: str | None = None  # the plan step this call executes (planner runs)
     message: ThreadMessage | None = field(default=None, repr=False)
 
 
@@ -88,6 +89,7 @@ def tool_message_fields(
             planned.name,
             planned.input,
             approval_ttl=approval_ttl if planned.status == cell.AWAITING_APPROVAL else None,
+            step_id=planned.step_id,
         ),
     }
 

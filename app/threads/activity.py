@@ -74,11 +74,15 @@ def started(
     *,
     approval_ttl: float | None = None,
     now: datetime | None = None,
+    step_id: str | None = None,
 ) -> Activity:
-    """A new cell: in_progress, or awaiting_approval for `approval_ttl` seconds."""
+    """A new cell: in_progress, or awaiting_approval for `approval_ttl` seconds; a call
+    that executes a plan step carries the step's id."""
     now = now or utcnow()
     awaiting = approval_ttl is not None
+    step = {"step_id": step_id} if step_id is not None else {}
     return {
+        **step,
         "id": call_id,
         "name": name,
         "status": AWAITING_APPROVAL if awaiting else IN_PROGRESS,

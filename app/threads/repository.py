@@ -115,3 +115,13 @@ def run_tool_messages(run_id: Any) -> Select[Any]:
         .where(ThreadMessage.run_id == run_id, ThreadMessage.role == "tool")
         .order_by(ThreadMessage.position)
     )
+
+
+def run_messages(run_id: Any) -> Select[Any]:
+    """A run's assistant and tool messages (its user message is the trigger) in thread
+    order."""
+    return (
+        select(ThreadMessage)
+        .where(ThreadMessage.run_id == run_id, ThreadMessage.role != "user")
+        .order_by(ThreadMessage.position)
+    )
