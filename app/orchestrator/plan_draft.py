@@ -15,7 +15,15 @@ from typing import Annotated, Any
 
 import msgspec
 
-from app.threads.plan import MAX_PLAN_STEPS, Executor, PlanStep, StepAction, StepId, StepLabel
+from app.threads.plan import (
+    MAX_PLAN_STEPS,
+    Executor,
+    PlanStep,
+    PlanStepStatus,
+    StepAction,
+    StepId,
+    StepLabel,
+)
 
 Description = Annotated[str, msgspec.Meta(max_length=1000)]
 
@@ -113,6 +121,7 @@ def steps_of(draft: PlanDraft) -> list[PlanStep]:
             tool=s.tool,
             args=s.args,
             description=s.description,
+            status=PlanStepStatus.PENDING,
         )
         for s in draft.steps
     ]

@@ -48,10 +48,10 @@ class PlanStep(Schema):
     label: StepLabel
     executor: Executor
     action: StepAction
+    status: PlanStepStatus
     tool: str | None = None  # the tool (or ask_<specialist>) a `tool` step calls
     args: dict[str, Any] | None = None  # the tool's arguments; a memory step's `query`
     description: str | None = None
-    status: PlanStepStatus = PlanStepStatus.PENDING
     error: str | None = None  # why it failed or was skipped
     detail: str | None = None  # a short outcome ("Recalled 2 memories")
     tool_call_id: str | None = None  # a tool step's cell: its `tool_activity.id`
@@ -60,11 +60,11 @@ class PlanStep(Schema):
 class Plan(Schema):
     """A planner run's plan: `steps` in execution order, the last one the completion."""
 
-    status: PlanStepStatus = PlanStepStatus.IN_PROGRESS
+    status: PlanStepStatus
+    steps: list[PlanStep]
+    attempts: int  # model calls it took to get a valid plan (1 or 2; 0 while planning)
     description: str | None = None
-    steps: list[PlanStep] = msgspec.field(default_factory=list)
     error: str | None = None  # why no valid plan came, or why the run stopped
-    attempts: int = 0  # model calls it took to get a valid plan (1 or 2)
 
 
 PlanDict = dict[str, Any]
@@ -72,17 +72,20 @@ PlanDict = dict[str, Any]
 
 def planning() -> PlanDict:
     """The cell shown while the model plans: no steps yet."""
-    return msgspec.to_builtins(Plan())
+    return msgspec.to_builtins(Plan(status=PlanStepStatus.IN_PROGRESS, steps=[], attempts=0))
 
 
 def planned(steps: list[PlanStep], description: str | None, attempts: int) -> PlanDict:
-    plan = Plan(description=description, steps=steps, attempts=attempts)
+    plan = Plan(
+        status=PlanStepStatus.IN_PROGRESS, steps=steps, attempts=attempts, description=description
+    )
     return msgspec.to_builtins(plan)
 
 
 def rejected(error: str, attempts: int) -> PlanDict:
     """No valid plan after the retry: the cell says why."""
-    return msgspec.to_builtins(Plan(status=PlanStepStatus.ERROR, error=error, attempts=attempts))
+    plan = Plan(status=PlanStepStatus.ERROR, steps=[], attempts=attempts, error=error)
+    return msgspec.to_builtins(plan)
 
 
 def step_changed(plan: PlanDict, step_id: str, status: PlanStepStatus, **fields: Any) -> PlanDict:

@@ -83,13 +83,13 @@ class RunStep(Schema):
     label: str
     action: TraceAction
     status: PlanStepStatus
-    executor: str = "agent"
+    executor: str  # agent (memory, tools) or litellm (planning, the answer)
+    tool_call_ids: list[str]  # its tool cells' ids
     tool: str | None = None
     args: dict[str, Any] | None = None
     description: str | None = None
     error: str | None = None
     detail: str | None = None
-    tool_call_ids: list[str] = msgspec.field(default_factory=list)  # its tool cells' ids
 
 
 class RunToolResult(Schema):

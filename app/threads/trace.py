@@ -68,6 +68,7 @@ def plan_steps(plan: dict[str, Any]) -> list[RunStep]:
         action="plan",
         status=status,
         executor="litellm",
+        tool_call_ids=[],
         error=None if steps else plan.get("error"),
         detail=f"{len(steps)} steps, {attempts} model call(s)" if steps else None,
     )
@@ -108,6 +109,7 @@ class _Turn:
             label=self.label,
             action="tool",
             status=status,
+            executor="agent",
             error=error,
             tool_call_ids=[c.get("id") or "" for c in self.cells],
         )
@@ -152,6 +154,7 @@ def _completion(answer: ThreadMessage | None, run: Run) -> RunStep | None:
         action="completion",
         status=status,
         executor="litellm",
+        tool_call_ids=[],
         error=error,
     )
 

@@ -41,6 +41,7 @@ def test_shipped_agent_types() -> None:
     assert get_agent_type("specialist").tools == ["web", "memory"]
     focused = get_agent_type("focused")
     assert focused.double_texting == "reject" and focused.tools == ["tasks"]
+    assert focused.planner is False and get_agent_type("planner").planner is True
     assert get_agent_type("nope") is None
 
 
@@ -115,7 +116,7 @@ async def test_tool_catalog(client: httpx.AsyncClient, alice: ApiUser) -> None:
     assert items["tasks"]["requires_confirmation"] is False
     assert memory["parameters"]["additionalProperties"] is False
     assert memory["parameters"]["properties"]["action"]["enum"] == memory["actions"]
-    assert items["tasks"]["agent_types"] == ["assistant", "focused"]
+    assert items["tasks"]["agent_types"] == ["assistant", "focused", "planner"]
     assert items["web"]["agent_types"] == ["assistant", "specialist"]
 
 
