@@ -117,7 +117,7 @@ async def test_tool_catalog(client: httpx.AsyncClient, alice: ApiUser) -> None:
     assert memory["parameters"]["additionalProperties"] is False
     assert memory["parameters"]["properties"]["action"]["enum"] == memory["actions"]
     assert items["tasks"]["agent_types"] == ["assistant", "focused", "planner"]
-    assert items["web"]["agent_types"] == ["assistant", "specialist"]
+    assert items["web"]["agent_types"] == ["assistant", "specialist", "planner"]
 
 
 async def test_agent_tools_field_and_validation(client: httpx.AsyncClient, alice: ApiUser) -> None:
