@@ -32,7 +32,7 @@ import httpx
 import litellm
 from litellm.llms.custom_llm import CustomLLM
 
-from app.orchestrator.demo_model import demo_reply, split_text
+from app.orchestrator.demo_model import demo_plan, demo_reply, split_text
 
 logger = logging.getLogger(__name__)
 litellm.suppress_debug_info = True
@@ -365,7 +365,10 @@ class DemoLLM(CustomLLM):
         self, model: str, messages: list, *args: Any, **kwargs: Any
     ) -> AsyncIterator[Any]:
         optional = kwargs.get("optional_params") or {}
-        reply = demo_reply(messages, optional.get("tools"))
+        if optional.get("response_format"):
+            reply = demo_plan(messages)
+        else:
+            reply = demo_reply(messages, optional.get("tools"))
         for piece in split_text(reply.text) if reply.text else ():
             yield {
                 "text": piece,

@@ -198,3 +198,16 @@ async def test_memory_steps_need_the_memory_tool(api: OrchestratorApi) -> None:
     assert run["status"] == "completed", run
     retry = api.llm.requests[1]["messages"][-1]["content"]
     assert "memory steps are not available" in retry
+
+
+async def test_the_offline_demo_model_plans_too(api: OrchestratorApi) -> None:
+    agent = await api.add_agent(name="demo planner", agent_type="planner", model="demo/tool-demo")
+    thread_id, run = await api.turn("remind me to water the plants", await api.new_thread(agent.id))
+    assert run["status"] == "completed", run
+    messages = await api.messages(thread_id)
+    plan = plan_message(messages)["plan"]
+    assert statuses(plan) == {"step-1": "ok", "answer": "ok"}
+    [task] = await api.tool_messages(thread_id)
+    assert task["tool_activity"]["input"] == {"action": "create", "title": "water the plants"}
+    assert "water the plants" in messages[-1]["content"]
+    assert api.llm.requests == []  # nothing went to the network
