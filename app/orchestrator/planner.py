@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from typing import Any, Protocol
 
@@ -30,7 +31,7 @@ from app.memories import services as memories
 from app.orchestrator import plan_draft
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.delegation import Outcome, delegate_definition
-from app.orchestrator.llm import LLMError, stream_turn
+from app.orchestrator.llm import LLMError, context_window, fit_to_context, stream_turn
 from app.orchestrator.tool_calls import PlannedCall
 from app.threads import activity as cell
 from app.threads import plan as cells
@@ -38,6 +39,7 @@ from app.threads.plan import PlanStep, PlanStepStatus
 from app.threads.writer import create_message, update_message
 from app.tools.registry import get_registry
 
+logger = logging.getLogger(__name__)
 MEMORY_TOOL = "memory"
 RECALL_LIMIT = 5
 RECALLED_CHARS = 500
@@ -83,7 +85,6 @@ class PlanExecution:
                 reason = f"Skipped: step {failed} failed."
                 await self._step(step.id, PlanStepStatus.SKIPPED, error=reason)
                 continue
-            await self._step(step.id, PlanStepStatus.IN_PROGRESS)
             ok = await (
                 self._memory(step, messages)
                 if step.action == "memory"
@@ -99,8 +100,11 @@ class PlanExecution:
             delegate_definition(name, agent) for name, agent in self.spec.delegates.items()
         ]
         ask = plan_draft.instructions(definitions, memory=self.memory, budget=budget)
-        prompt = [*messages, {"role": "system", "content": ask}]
         target = self.deps.model_target(self.spec.agent)
+        window = context_window(target.model, self.deps.settings.llm_context_tokens)
+        prompt = fit_to_context(
+            target.model, [*messages, {"role": "system", "content": ask}], None, window=window
+        )
         errors: list[str] = []
         for attempt in (1, 2):
             turn = await stream_turn(
@@ -144,6 +148,7 @@ class PlanExecution:
         return False
 
     async def _memory(self, step: PlanStep, messages: list[dict[str, Any]]) -> bool:
+        await self._step(step.id, PlanStepStatus.IN_PROGRESS)
         args = step.args or {}
         query = args.get("query") if isinstance(args.get("query"), str) else None
         user_id = self.state.user.id
@@ -155,8 +160,9 @@ class PlanExecution:
                     else await memories.recent_memories(session, user_id, RECALL_LIMIT)
                 )
                 recalled = [(m.key, m.content[:RECALLED_CHARS]) for m in found]
-        except Exception as exc:  # a failed recall is a failed step, not a failed run
-            await self._step(step.id, PlanStepStatus.ERROR, error=f"Recall failed: {exc}")
+        except Exception:  # a failed recall is a failed step, not a failed run
+            logger.exception("run %s: memory step %s failed", self.state.run.id, step.id)
+            await self._step(step.id, PlanStepStatus.ERROR, error="Recalling memories failed.")
             return False
         lines = [f"- {key + ': ' if key else ''}{content}" for key, content in recalled]
         about = f" for {query!r}" if query else ""

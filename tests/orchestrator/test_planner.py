@@ -211,3 +211,27 @@ async def test_the_offline_demo_model_plans_too(api: OrchestratorApi) -> None:
     assert task["tool_activity"]["input"] == {"action": "create", "title": "water the plants"}
     assert "water the plants" in messages[-1]["content"]
     assert api.llm.requests == []  # nothing went to the network
+
+
+async def test_a_tool_step_waits_for_approval_like_any_call(api: OrchestratorApi) -> None:
+    api.llm.script(
+        plan_text(tool("confirm", "test_confirm", action="do", note="ship it"), COMPLETION),
+        Text("Shipped."),
+    )
+    thread_id = await planner_thread(api)
+    response = await api.post(thread_id, "ship it")
+    run_id = response.json()["run"]["id"]
+    waiting = await api.wait_activity("awaiting_approval", "test_confirm")
+    assert waiting["tool_activity"]["step_id"] == "confirm"
+    plan = plan_message(await api.messages(thread_id))["plan"]
+    assert statuses(plan) == {"confirm": "in_progress", "answer": "pending"}
+    decided = await api.client.post(
+        f"/api/threads/{thread_id}/messages/{waiting['id']}/approval",
+        json={"approve": True},
+        headers=api.headers,
+    )
+    assert decided.status_code == 200, decided.text
+    run = await api.wait_run(thread_id, run_id)
+    assert run["status"] == "completed", run
+    plan = plan_message(await api.messages(thread_id))["plan"]
+    assert statuses(plan) == {"confirm": "ok", "answer": "ok"}
