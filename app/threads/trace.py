@@ -2,8 +2,8 @@
 call's outcome. Served by `GET …/runs/{run_id}` and reusable wherever a run is reported.
 
 Steps:
-- a planner run: a `plan` step (making the plan), then the plan's own steps with their
-  statuses, read from the plan cell;
+- a planner run: the pre-flight calls if any (below), a `plan` step (making the plan),
+  then the plan's own steps with their statuses, read from the plan cell;
 - any other run: one `tool` step per model turn that called tools (`turn-N`; the request's
   pre-flight `tool_calls` are the step `preflight`), whose status sums up its cells
   (in_progress while one is open, error if one failed, ok otherwise; a specialist's calls
@@ -36,7 +36,11 @@ Status = PlanStepStatus
 async def run_trace(session: AsyncSession, run: Run) -> RunTrace:
     rows = list(await session.scalars(repository.run_messages(run.id)))
     plan = next((row.plan for row in rows if row.plan), None)
-    steps = plan_steps(plan) if plan is not None else turn_steps(rows, run)
+    if plan is None:
+        steps = turn_steps(rows, run)
+    else:  # the request's pre-flight calls ran before the plan was made
+        preflight = [s for s in turn_steps(rows, run) if s.id == "preflight"]
+        steps = [*preflight, *plan_steps(plan)]
     results = [tool_result(row) for row in rows if row.role == "tool" and row.tool_activity]
     return RunTrace(steps=steps, tool_results=results)
 

@@ -235,3 +235,17 @@ async def test_a_tool_step_waits_for_approval_like_any_call(api: OrchestratorApi
     assert run["status"] == "completed", run
     plan = plan_message(await api.messages(thread_id))["plan"]
     assert statuses(plan) == {"confirm": "ok", "answer": "ok"}
+
+
+async def test_pre_flight_calls_come_before_the_plan(api: OrchestratorApi) -> None:
+    api.llm.script(plan_text(COMPLETION), Text("Echoed."))
+    pre = [{"name": "test_echo", "args": {"action": "echo", "text": "pre"}}]
+    _, run = await api.turn("echo first", await planner_thread(api), tool_calls=pre)
+    assert run["status"] == "completed", run
+    assert [(s["id"], s["status"]) for s in run["steps"]] == [
+        ("preflight", "ok"),
+        ("plan", "ok"),
+        ("answer", "ok"),
+    ]
+    planning = json.dumps(api.llm.requests[0]["messages"])
+    assert '\\"text\\": \\"pre\\"' in planning  # the plan was made knowing the result
