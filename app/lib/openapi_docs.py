@@ -32,7 +32,7 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "GetMessage": "Get one message with its tool activity",
     "DecideApproval": "Approve or deny a tool call that awaits approval",
     "SubmitDeviceToolResult": "Answer a tool call the phone runs (awaiting_device)",
-    "GetRun": "Get a run's status",
+    "GetRun": "Get a run's status and trace (steps, tool results)",
     "CancelRun": "Cancel a queued or running run",
     "ListTools": "List the tools agents can call and how the app shows them",
     "listModels": "OpenAI-compatible: list your agents as models",
@@ -60,7 +60,24 @@ _TOOL_ACTIVITY = {
     "duration_ms": 412,
 }
 
+_PLAN = {
+    "status": "in_progress",
+    "description": "Recall the user's preference, add the task, then answer.",
+    "attempts": 1,
+    "error": None,
+    "steps": [
+        {"id": "recall", "label": "Recall preferences", "executor": "agent", "action": "memory",
+         "status": "ok", "args": {"query": "dentist"}, "detail": "Recalled 1 memory"},
+        {"id": "add-task", "label": "Add the task", "executor": "agent", "action": "tool",
+         "status": "in_progress", "tool": "tasks", "tool_call_id": "call_plan_3f9a1c",
+         "args": {"action": "create", "title": "Book dentist"}},
+        {"id": "answer", "label": "Answer", "executor": "litellm", "action": "completion",
+         "status": "pending"},
+    ],
+}  # fmt: skip
+
 SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {
+    "Plan": _PLAN,
     "ToolActivity": _TOOL_ACTIVITY,
     "ThreadMessageRead": {
         "id": "5d7e9f1a-3b2c-4d5e-8f6a-1b2c3d4e5f6a",
@@ -73,6 +90,7 @@ SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {
         "is_user_facing": True,
         "client_message_id": None,
         "tool_activity": _TOOL_ACTIVITY,
+        "plan": None,
         "created_at": "2026-03-01T10:15:02Z",
         "updated_at": "2026-03-01T10:15:03Z",
     },
@@ -85,6 +103,47 @@ SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {
         "created_at": "2026-03-01T10:15:00Z",
         "started_at": "2026-03-01T10:15:01Z",
         "finished_at": "2026-03-01T10:15:05Z",
+    },
+    "RunDetail": {
+        "id": _RUN_ID,
+        "thread_id": _THREAD_ID,
+        "status": "completed",
+        "error": None,
+        "trigger_message_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+        "created_at": "2026-03-01T10:15:00Z",
+        "started_at": "2026-03-01T10:15:01Z",
+        "finished_at": "2026-03-01T10:15:05Z",
+        "steps": [
+            {
+                "id": "turn-1",
+                "label": "Model turn 1: create_task",
+                "action": "tool",
+                "status": "ok",
+                "executor": "agent",
+                "tool_call_ids": ["call_8f2k"],
+            },
+            {
+                "id": "completion",
+                "label": "Answer",
+                "action": "completion",
+                "status": "ok",
+                "executor": "litellm",
+                "tool_call_ids": [],
+            },
+        ],
+        "tool_results": [
+            {
+                "tool_call_id": "call_8f2k",
+                "message_id": "5d7e9f1a-3b2c-4d5e-8f6a-1b2c3d4e5f6a",
+                "name": "create_task",
+                "input": _TOOL_ACTIVITY["input"],
+                "status": "success",
+                "data": _TOOL_ACTIVITY["data"],
+                "error": None,
+                "error_type": None,
+                "step_id": None,
+            },
+        ],
     },
     "ThreadRead": {
         "id": _THREAD_ID,

@@ -12,7 +12,7 @@ from uuid import UUID
 
 import msgspec
 
-from app.threads.activity import ToolStatus
+from app.threads.schemas import RunStep, RunToolResult
 
 ChatRole = Literal["system", "developer", "user", "assistant", "tool", "function"]
 ModelId = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
@@ -60,29 +60,6 @@ class ChatCompletionRequest(msgspec.Struct, kw_only=True):
 
 
 # -- the trace of a run -------------------------------------------------------------------
-StepStatus = Literal["pending", "in_progress", "ok", "error", "skipped"]
-
-
-class CompletionStep(msgspec.Struct, kw_only=True):
-    """One executed step of the run: a tool call, or the final completion."""
-
-    id: str
-    label: str | None = None
-    action: Literal["tool", "memory", "completion"] | None = None
-    status: StepStatus
-    tool: str | None = None
-
-
-class CompletionToolResult(msgspec.Struct, kw_only=True):
-    """One tool call of the run, from its stored cell."""
-
-    id: str
-    name: str
-    input: dict[str, Any] | None
-    status: ToolStatus
-    data: dict[str, Any] | None = None
-    error: str | None = None
-    error_type: str | None = None
 
 
 class CompletionTrace(msgspec.Struct, kw_only=True):
@@ -91,8 +68,8 @@ class CompletionTrace(msgspec.Struct, kw_only=True):
     thread_id: UUID
     run_id: UUID
     run_status: Literal["queued", "running", "completed", "failed", "cancelled"]
-    steps: list[CompletionStep]
-    tool_results: list[CompletionToolResult]
+    steps: list[RunStep]  # as GET …/runs/{run_id} serves them
+    tool_results: list[RunToolResult]
 
 
 # -- responses ----------------------------------------------------------------------------

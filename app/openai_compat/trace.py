@@ -8,21 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Run, ThreadMessage
-from app.openai_compat.schemas import CompletionStep, CompletionToolResult, CompletionTrace
+from app.openai_compat.schemas import CompletionTrace
 from app.threads import repository
-
-_STEP_STATUS = {"success": "ok", "failure": "error"}
-_COMPLETION_STATUS = {
-    "completed": "ok",
-    "failed": "error",
-    "cancelled": "skipped",
-    "queued": "pending",
-    "running": "in_progress",
-}
+from app.threads.trace import run_trace
 
 
 async def run_messages(session: AsyncSession, run_id: Any) -> list[ThreadMessage]:
@@ -37,52 +28,13 @@ def answer_text(messages: list[ThreadMessage]) -> str:
     )
 
 
-def _tool_result(activity: dict[str, Any]) -> CompletionToolResult:
-    return CompletionToolResult(
-        id=str(activity.get("id") or ""),
-        name=str(activity.get("name") or ""),
-        input=activity.get("input"),
-        status=activity.get("status") or "in_progress",
-        data=activity.get("data"),
-        error=activity.get("error"),
-        error_type=activity.get("error_type"),
-    )
-
-
-def _tool_step(result: CompletionToolResult) -> CompletionStep:
-    action = (result.input or {}).get("action")
-    return CompletionStep(
-        id=result.id,
-        label=f"{result.name}.{action}" if action else result.name,
-        action="memory" if result.name == "memory" else "tool",
-        tool=result.name,
-        status=_STEP_STATUS.get(result.status, "in_progress"),  # type: ignore[arg-type]
-    )
-
-
-async def stored_run_trace(session: AsyncSession, run: Run) -> dict[str, list[Any]]:
-    """`{steps, tool_results}` of a run: every tool call as a step, then the completion;
-    `tool_results` (name, input, status, data or error per call) from the stored cells."""
-    messages = await run_messages(session, run.id)
-    results = [_tool_result(m.tool_activity) for m in messages if m.tool_activity]
-    steps = [_tool_step(result) for result in results]
-    steps.append(
-        CompletionStep(
-            id="completion",
-            label="Compose the answer",
-            action="completion",
-            status=_COMPLETION_STATUS.get(run.status, "in_progress"),  # type: ignore[arg-type]
-        )
-    )
-    return msgspec.to_builtins({"steps": steps, "tool_results": results})
-
-
 async def completion_trace(session: AsyncSession, run: Run) -> CompletionTrace:
-    trace = await stored_run_trace(session, run)
+    """The run's trace as `GET …/runs/{run_id}` serves it (app/threads/trace.py)."""
+    trace = await run_trace(session, run)
     return CompletionTrace(
         thread_id=run.thread_id,
         run_id=run.id,
         run_status=run.status,  # type: ignore[arg-type]
-        steps=msgspec.convert(trace["steps"], list[CompletionStep]),
-        tool_results=msgspec.convert(trace["tool_results"], list[CompletionToolResult]),
+        steps=trace.steps,
+        tool_results=trace.tool_results,
     )

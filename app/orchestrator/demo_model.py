@@ -59,7 +59,38 @@ def _summarise_tool_results(messages: list[dict[str, Any]]) -> str:
     return text[0].upper() + text[1:] + "."
 
 
+def _listed_tools(prompt: str) -> set[str]:
+    """The tool names a planning prompt lists (`- name: description {schema}`)."""
+    return set(re.findall(r"^- ([a-z_][a-z0-9_]*): ", prompt, re.M))
+
+
+def demo_plan(messages: list[dict[str, Any]]) -> DemoReply:
+    """A plan (structured output was asked for): the intent's tool step, then the answer."""
+    available = _listed_tools(str(messages[-1].get("content") or "")) if messages else set()
+    call = _intent_call(messages, available)
+    steps: list[dict[str, Any]] = []
+    if call is not None:
+        name, arguments = call
+        steps.append({"id": "step-1", "label": f"Use {name}", "executor": "agent",
+                      "action": "tool", "tool": name, "args": json.loads(arguments)})  # fmt: skip
+    steps.append({"id": "answer", "label": "Answer", "executor": "litellm", "action": "completion"})
+    return DemoReply(text=json.dumps({"description": "The demo model's plan.", "steps": steps}))
+
+
+def _intent_call(messages: list[dict[str, Any]], available: set[str]) -> tuple[str, str] | None:
+    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    text = str((last_user or {}).get("content") or "").strip()
+    for pattern, tool, action, param in _INTENTS:
+        match = pattern.search(text)
+        if match and tool in available:
+            value = match.group(1).strip().rstrip(".!?")[:200]
+            return tool, json.dumps({"action": action, param: value})
+    return None
+
+
 def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> DemoReply:
+    while messages and messages[-1].get("role") == "system" and len(messages) > 1:
+        messages = messages[:-1]  # a plan's notes to the completion: answer what ran
     if messages and messages[-1].get("role") == "tool":
         return DemoReply(text=_summarise_tool_results(messages))
     last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)

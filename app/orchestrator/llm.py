@@ -40,7 +40,7 @@ from litellm.llms.custom_llm import CustomLLM
 
 from app.observability import calls, metrics
 from app.orchestrator import llm_wire
-from app.orchestrator.demo_model import demo_reply, split_text
+from app.orchestrator.demo_model import demo_plan, demo_reply, split_text
 
 logger = logging.getLogger(__name__)
 litellm.suppress_debug_info = True
@@ -235,11 +235,13 @@ async def _stream_once(
     tools: list[dict[str, Any]] | None,
     on_text: TextCallback,
     turn: ModelTurn,
+    response_format: dict[str, Any] | None = None,
 ) -> None:
     loop = asyncio.get_running_loop()
     assembler = _ToolCallAssembler()
     async with calls.model_call(target.model):
-        stream = await _open(target, messages, tools)  # the request's own timeout: target.timeout
+        # the request's own timeout: target.timeout
+        stream = await _open(target, messages, tools, response_format)
         # The idle deadline is set by every chunk: a stream stalling after one ends as a timeout.
         # Until the first, the transport's read timeout (also target.timeout) watches the wire,
         # so litellm's own first-chunk work (imports on a first call) is not counted as silence.
@@ -261,15 +263,21 @@ async def _stream_once(
 
 
 async def _open(
-    target: ModelTarget, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    target: ModelTarget,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    response_format: dict[str, Any] | None = None,
 ) -> AsyncIterator[Any]:
-    """The call's stream of chunks: off the wire, or litellm's streaming wrapper."""
-    if target.fast_stream:
+    """The call's stream of chunks: off the wire, or litellm's streaming wrapper (which
+    also carries structured-output requests: a planner's one call per run)."""
+    if target.fast_stream and response_format is None:
         request = _wire_request(target, messages, tools)
         if request is not None:
             response = await llm_wire.open_stream(request, target.timeout)
             return llm_wire.read_chunks(request, response)
     params: dict[str, Any] = {"stream": True, "max_retries": 0, "timeout": target.timeout}
+    if response_format is not None:
+        params["response_format"] = response_format
     if target.api_base:
         params["api_base"] = target.api_base
     if target.api_key:
@@ -315,13 +323,18 @@ async def stream_turn(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
     on_text: TextCallback,
+    *,
+    response_format: dict[str, Any] | None = None,
 ) -> ModelTurn:
-    """One streamed model turn; raises LLMError (after bounded retries) on failure."""
+    """One streamed model turn; raises LLMError (after bounded retries) on failure.
+
+    `response_format` (OpenAI's: json_schema or json_object) asks for structured output.
+    """
     attempt = 0
     while True:
         turn = ModelTurn()
         try:
-            await _stream_once(target, messages, tools, on_text, turn)
+            await _stream_once(target, messages, tools, on_text, turn, response_format)
             return turn
         except asyncio.CancelledError:
             raise
@@ -397,7 +410,10 @@ class DemoLLM(CustomLLM):
         self, model: str, messages: list, *args: Any, **kwargs: Any
     ) -> AsyncIterator[Any]:
         optional = kwargs.get("optional_params") or {}
-        reply = demo_reply(messages, optional.get("tools"))
+        if optional.get("response_format"):
+            reply = demo_plan(messages)
+        else:
+            reply = demo_reply(messages, optional.get("tools"))
         for piece in split_text(reply.text) if reply.text else ():
             yield {
                 "text": piece,

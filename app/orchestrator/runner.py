@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import secrets
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -20,7 +21,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent, Run, RunStatus, ThreadMessage
-from app.orchestrator import delegation, runs
+from app.orchestrator import delegation, planner, runs
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.delegation import (
     FALLBACK_TYPE,
@@ -201,7 +202,10 @@ class RunExecution:
     async def _main(self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]) -> None:
         if state.options.get("tool_calls"):
             await self._pre_execute(state, spec, messages)
-        text, note = await self._loop(state, spec, messages)
+        if spec.config.planner:  # plan first, then run the plan's steps (planner.py)
+            text, note = await planner.run_plan(self, state, spec, messages)
+        else:
+            text, note = await self._loop(state, spec, messages)
 
         async def work(session: AsyncSession) -> None:
             streamed = await self.reply.write(session, content=text)
@@ -268,13 +272,15 @@ class RunExecution:
         return await stream_turn(target, prompt, tools, self.reply.append)
 
     async def _record_turn(
-        self, state: RunState, spec: LoopSpec, turn: ModelTurn
+        self, state: RunState, spec: LoopSpec, turn: ModelTurn, step_id: str | None = None
     ) -> list[PlannedCall]:
         """The assistant's tool calls and every call's tool message: one commit."""
         budget, depth = spec.config.tool_call_budget, self.deps.settings.delegation_max_depth
         planned = [
             plan_call(call, spec, state, budget, max_depth=depth) for call in turn.tool_calls
         ]
+        for call in planned:
+            call.step_id = step_id
 
         ttl = self.deps.settings.approval_ttl_seconds
         rows = [tool_message_fields(call, state, ttl) for call in planned]
@@ -315,12 +321,32 @@ class RunExecution:
                     "function": {"name": name, "arguments": json.dumps(args)},
                 }
             )
-        turn = ModelTurn(tool_calls=calls)
-        planned = await self._record_turn(state, spec, turn)
-        for index, failure in refused.items():
+        await self.execute_calls(state, spec, calls, messages, refused=refused)
+
+    async def execute_calls(
+        self,
+        state: RunState,
+        spec: LoopSpec,
+        calls: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        step_id: str | None = None,
+        refused: dict[int, ToolResult] | None = None,
+    ) -> list[PlannedCall]:
+        """Calls decided without the model (pre-flight, a plan's tool step): recorded and
+        run like a model turn's, their results appended to `messages`. `refused` (by
+        index) fail at once with the given self-correcting result."""
+        planned = await self._record_turn(state, spec, ModelTurn(tool_calls=calls), step_id)
+        for index, failure in (refused or {}).items():
             planned[index].immediate = failure
         messages.append({"role": "assistant", "content": None, "tool_calls": calls})
         messages.extend(await self._run_calls(state, spec, planned))
+        return planned
+
+    async def answer(
+        self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
+    ) -> Outcome:
+        """One model turn without tools, streamed as the reply (a plan's completion)."""
+        return await self._loop(state, replace(spec, allowed=[], delegates={}), messages)
 
     async def _run_calls(
         self, state: RunState, spec: LoopSpec, planned: list[PlannedCall]

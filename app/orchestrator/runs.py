@@ -16,10 +16,11 @@ from sqlalchemy import and_, bindparam, delete, exists, insert, or_, select, upd
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from app.db.models import Run, RunStatus, runner_heartbeats
+from app.db.models import Run, RunStatus, ThreadMessage, runner_heartbeats
 from app.lib.time import utcnow
 from app.threads import activity as cell
 from app.threads import changes, repository
+from app.threads import plan as plan_cell
 from app.threads.writer import update_message
 
 INTERRUPTED = cell.INTERRUPTED
@@ -108,7 +109,8 @@ async def renew_leases(
 async def close_open_activities(
     session: AsyncSession, run_id: UUID, *, error_type: str, error: str
 ) -> int:
-    """End every in_progress / awaiting_approval tool activity of a run as failure."""
+    """End every in_progress / awaiting_approval tool activity of a run as failure, and
+    its open plan cell, if any."""
     messages = await session.scalars(
         repository.run_tool_messages(run_id).execution_options(populate_existing=True)
     )
@@ -126,6 +128,21 @@ async def close_open_activities(
             content=cell.failure_content(error, error_type),
         )
         closed += 1
+    return closed + await close_open_plan(session, run_id, error=error)
+
+
+async def close_open_plan(session: AsyncSession, run_id: UUID, *, error: str) -> int:
+    """A planner run that ended before its plan did: the plan cell says so (plan.py)."""
+    messages = await session.scalars(
+        repository.run_messages(run_id)
+        .where(ThreadMessage.role == "assistant")
+        .execution_options(populate_existing=True)
+    )
+    closed = 0
+    for message in messages:
+        if plan_cell.is_open(message.plan):
+            await update_message(session, message, plan=plan_cell.closed(message.plan or {}, error))
+            closed += 1
     return closed
 
 

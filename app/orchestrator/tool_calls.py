@@ -54,6 +54,7 @@ class PlannedCall:
     start_message: str | None = None  # the tool's own word for the running cell
     result: ToolResult | None = None
     wait_seconds: float | None = None  # awaiting_device: how long the phone has to answer
+    step_id: str | None = None  # the plan step this call executes (planner runs)
     message: ThreadMessage | None = field(default=None, repr=False)
     stream: CellStream | None = field(default=None, repr=False)  # while the tool runs
 
@@ -127,6 +128,7 @@ def tool_message_fields(
             approval_ttl=approval_ttl if planned.status == cell.AWAITING_APPROVAL else None,
             device_ttl=planned.wait_seconds if planned.status == cell.AWAITING_DEVICE else None,
             display_message=planned.start_message,
+            step_id=planned.step_id,
         ),
     }
 

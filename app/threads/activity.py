@@ -96,17 +96,20 @@ def started(
     device_ttl: float | None = None,
     now: datetime | None = None,
     display_message: str | None = None,
+    step_id: str | None = None,
 ) -> Activity:
     """A new cell: in_progress (saying `display_message`), awaiting_approval for
     `approval_ttl` seconds, or awaiting_device (the phone runs the tool) for `device_ttl`
-    seconds."""
+    seconds; a call that executes a plan step carries the step's id."""
     now = now or utcnow()
     status, message, ttl = IN_PROGRESS, display_message, None
     if approval_ttl is not None:
         status, message, ttl = AWAITING_APPROVAL, WAITING_FOR_APPROVAL, approval_ttl
     elif device_ttl is not None:
         status, message, ttl = AWAITING_DEVICE, WAITING_FOR_DEVICE, device_ttl
+    step = {"step_id": step_id} if step_id is not None else {}
     return {
+        **step,
         "id": call_id,
         "name": name,
         "status": status,

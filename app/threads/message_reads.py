@@ -21,11 +21,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Thread, ThreadMessage, User
 from app.lib.problems import ProblemException
 from app.threads import repository
+from app.threads.plan import Plan
 from app.threads.schemas import MessagePage, ThreadMessageRead, ToolActivity
 from app.threads.serializers import message_read_of
 from app.threads.services import get_owned_thread
 
 _activity = msgspec.json.Decoder(ToolActivity)
+_plan = msgspec.json.Decoder(Plan)
 # SQL NULL, a JSON null and an empty object all mean "no tool activity".
 _NO_ACTIVITY = {None, "null", "{}"}
 
@@ -40,6 +42,7 @@ COLUMNS = (
     ThreadMessage.is_user_facing,
     ThreadMessage.client_message_id,
     cast(ThreadMessage.tool_activity, Text).label("tool_activity"),
+    cast(ThreadMessage.plan, Text).label("plan"),
     ThreadMessage.created_at,
     ThreadMessage.updated_at,
 )
@@ -50,8 +53,12 @@ def select_message_rows() -> Select[Any]:
 
 
 def row_to_read(row: Any) -> ThreadMessageRead:
-    activity = row.tool_activity
-    return message_read_of(row, None if activity in _NO_ACTIVITY else _activity.decode(activity))
+    activity, plan = row.tool_activity, row.plan
+    return message_read_of(
+        row,
+        None if activity in _NO_ACTIVITY else _activity.decode(activity),
+        None if plan in _NO_ACTIVITY else _plan.decode(plan),
+    )
 
 
 def _page_statement(*, before: bool = False, after: bool = False) -> Select[Any]:

@@ -118,7 +118,10 @@ def run_tool_messages(run_id: Any) -> Select[Any]:
 
 
 def run_messages(run_id: Any) -> Select[Any]:
-    """Every message a run wrote (its trigger included), in thread order."""
+    """A run's assistant and tool messages (its user message is the trigger) in thread
+    order."""
     return (
-        select(ThreadMessage).where(ThreadMessage.run_id == run_id).order_by(ThreadMessage.position)
+        select(ThreadMessage)
+        .where(ThreadMessage.run_id == run_id, ThreadMessage.role != "user")
+        .order_by(ThreadMessage.position)
     )

@@ -9,9 +9,10 @@ from app.accounts.deps import SECURITY
 from app.db.models import User
 from app.lib.problems import problems
 from app.threads import runs
-from app.threads.schemas import RunRead
-from app.threads.serializers import run_read
+from app.threads.schemas import RunDetail, RunRead
+from app.threads.serializers import run_detail, run_read
 from app.threads.services import get_owned_thread
+from app.threads.trace import run_trace
 
 
 class RunController(Controller):
@@ -22,9 +23,11 @@ class RunController(Controller):
     @get("/{run_id:uuid}", operation_id="GetRun", responses=problems(404))
     async def get_run(
         self, thread_id: UUID, run_id: UUID, db_session: AsyncSession, current_user: User
-    ) -> RunRead:
+    ) -> RunDetail:
+        """A run with its trace: `steps` it executed and `tool_results` of its calls."""
         thread = await get_owned_thread(db_session, current_user, thread_id)
-        return run_read(await runs.get_thread_run(db_session, thread, run_id))
+        run = await runs.get_thread_run(db_session, thread, run_id)
+        return run_detail(run, await run_trace(db_session, run))
 
     @post(
         "/{run_id:uuid}/cancel", operation_id="CancelRun", status_code=200, responses=problems(404)

@@ -8,9 +8,11 @@ import msgspec
 
 from app.lib.schema import Input, NonNegativeInt, Schema
 from app.threads.activity import ToolStatus
+from app.threads.plan import Plan, PlanStepStatus
 from app.tools.errors import ErrorType
 
 Role = Literal["user", "assistant", "tool"]
+TraceAction = Literal["plan", "memory", "tool", "completion"]
 RunStatusName = Literal["queued", "running", "completed", "failed", "cancelled"]
 # Part of the API schema (not a setting); a longer message is a 400 with a field error.
 MessageContent = Annotated[str, msgspec.Meta(min_length=1, max_length=32_000)]
@@ -41,6 +43,7 @@ class ToolActivity(Schema):
         Annotated[list[Annotated[str, msgspec.Meta(max_length=80)]], msgspec.Meta(max_length=3)]
         | None
     ) = None
+    step_id: str | None = None  # the plan step this call executes (planner runs)
 
     def __post_init__(self) -> None:
         # From the stored times, before the base class serves them in whole seconds.
@@ -61,6 +64,7 @@ class ThreadMessageRead(Schema):
     is_user_facing: bool
     client_message_id: str | None
     tool_activity: ToolActivity | None
+    plan: Plan | None  # a planner run's plan cell (app/threads/plan.py)
     created_at: datetime
     updated_at: datetime
 
@@ -74,6 +78,51 @@ class RunRead(Schema):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+
+class RunStep(Schema):
+    """One executed step of a run: a plan step, or (other agents) a model turn's tool
+    round, the pre-flight calls, or the final answer."""
+
+    id: str
+    label: str
+    action: TraceAction
+    status: PlanStepStatus
+    executor: str  # agent (memory, tools) or litellm (planning, the answer)
+    tool_call_ids: list[str]  # its tool cells' ids
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    description: str | None = None
+    error: str | None = None
+    detail: str | None = None
+
+
+class RunToolResult(Schema):
+    """One tool call of a run, from its stored cell."""
+
+    tool_call_id: str
+    message_id: UUID
+    name: str
+    input: dict[str, Any] | None
+    status: ToolStatus
+    data: dict[str, Any] | None = None
+    error: str | None = None
+    error_type: ErrorType | None = None
+    step_id: str | None = None
+
+
+class RunTrace(Schema):
+    """What a run did: its steps in order and every tool call's outcome."""
+
+    steps: list[RunStep]
+    tool_results: list[RunToolResult]
+
+
+class RunDetail(RunRead):
+    """A run with its trace (`GET …/runs/{run_id}`)."""
+
+    steps: list[RunStep]
+    tool_results: list[RunToolResult]
 
 
 class ThreadRead(Schema):

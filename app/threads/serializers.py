@@ -8,10 +8,20 @@ from uuid import UUID
 import msgspec
 
 from app.db.models import Run, Thread, ThreadMessage
-from app.threads.schemas import RunRead, ThreadMessageRead, ThreadRead, ToolActivity
+from app.threads.plan import Plan
+from app.threads.schemas import (
+    RunDetail,
+    RunRead,
+    RunTrace,
+    ThreadMessageRead,
+    ThreadRead,
+    ToolActivity,
+)
 
 
-def message_read_of(row: Any, tool_activity: ToolActivity | None) -> ThreadMessageRead:
+def message_read_of(
+    row: Any, tool_activity: ToolActivity | None, plan: Plan | None = None
+) -> ThreadMessageRead:
     """The one message -> ThreadMessageRead conversion, for an ORM ThreadMessage or a plain
     row of the same columns; its cell comes already decoded (from the ORM's dict, or
     straight from the JSON text on the page path: app/threads/message_reads.py)."""
@@ -26,18 +36,28 @@ def message_read_of(row: Any, tool_activity: ToolActivity | None) -> ThreadMessa
         is_user_facing=row.is_user_facing,
         client_message_id=row.client_message_id,
         tool_activity=tool_activity,
+        plan=plan,
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
 
 
 def message_read(message: ThreadMessage) -> ThreadMessageRead:
-    activity = message.tool_activity
-    return message_read_of(message, msgspec.convert(activity, ToolActivity) if activity else None)
+    activity, plan = message.tool_activity, message.plan
+    return message_read_of(
+        message,
+        msgspec.convert(activity, ToolActivity) if activity else None,
+        msgspec.convert(plan, Plan) if plan else None,
+    )
 
 
 def run_read(run: Run) -> RunRead:
     return msgspec.convert(run, RunRead, from_attributes=True)  # same names, same shapes
+
+
+def run_detail(run: Run, trace: RunTrace) -> RunDetail:
+    fields = msgspec.structs.asdict(run_read(run))
+    return RunDetail(**fields, steps=trace.steps, tool_results=trace.tool_results)
 
 
 def thread_read(thread: Thread, active_run_id: UUID | None) -> ThreadRead:

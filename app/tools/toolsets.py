@@ -33,6 +33,7 @@ class AgentTypeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     double_texting: Literal["queue", "reject"] = "queue"
     delegation: bool = False
     run_timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 300
+    planner: bool = False  # plan first (a strict JSON plan), then run the plan's steps
 
 
 class _AgentTypesFile(msgspec.Struct, forbid_unknown_fields=True):

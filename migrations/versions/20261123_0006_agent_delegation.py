@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0006_agent_delegation"
-down_revision: str | None = "0004_push"
+down_revision: str | None = "0005_plan_cells"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -146,7 +146,8 @@ def register_test_tools() -> None:
 
 def write_agent_types(directory: Path) -> Path:
     """The default agent types plus `tester` (test tools, delegation), `tester_reject` and
-    `tester_device` (device tools, one of them quick to expire)."""
+    `tester_device` (device tools, one of them quick to expire) and `tester_planner` (the
+    test tools, planning first)."""
     data = yaml.safe_load(DEFAULT_AGENT_TYPES_FILE.read_text())
     tools = ["tasks", "memory", *TEST_TOOLS]
     data["agent_types"]["tester"] = {
@@ -156,6 +157,12 @@ def write_agent_types(directory: Path) -> Path:
         "delegation": True,
     }
     data["agent_types"]["tester_reject"] = {"tools": tools, "double_texting": "reject"}
+    data["agent_types"]["tester_planner"] = {
+        "tools": tools,
+        "planner": True,
+        "tool_call_budget": 3,
+        "delegation": True,
+    }
     data["agent_types"]["specialist"]["tools"] = ["memory", "test_echo"]
     # A device tool the phone must answer within a second (expiry tests).
     data["device_tools"]["test_quick_device"] = {

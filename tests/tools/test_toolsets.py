@@ -41,6 +41,7 @@ def test_shipped_agent_types() -> None:
     assert get_agent_type("specialist").tools == ["web", "memory"]
     focused = get_agent_type("focused")
     assert focused.double_texting == "reject" and focused.tools == ["tasks"]
+    assert focused.planner is False and get_agent_type("planner").planner is True
     assert get_agent_type("nope") is None
 
 
@@ -115,8 +116,8 @@ async def test_tool_catalog(client: httpx.AsyncClient, alice: ApiUser) -> None:
     assert items["tasks"]["requires_confirmation"] is False
     assert memory["parameters"]["additionalProperties"] is False
     assert memory["parameters"]["properties"]["action"]["enum"] == memory["actions"]
-    assert items["tasks"]["agent_types"] == ["assistant", "focused", "companion"]
-    assert items["web"]["agent_types"] == ["assistant", "specialist"]
+    assert items["tasks"]["agent_types"] == ["assistant", "focused", "companion", "planner"]
+    assert items["web"]["agent_types"] == ["assistant", "specialist", "planner"]
     # one line from the JSON Schema: the action's values, `?` on what may be left out
     assert items["tasks"]["params_hint"] == (
         "action: create|update|complete|list, title?, notes?, due_at?, task_id?, status?, limit?"

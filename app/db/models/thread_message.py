@@ -34,3 +34,5 @@ class ThreadMessage(Base):
     # format, and the id of the call a tool message answers.
     tool_calls: Mapped[list[dict[str, Any]] | None] = mapped_column(JsonB, default=None)
     tool_call_id: Mapped[str | None] = mapped_column(String(100), default=None)
+    # A planner run's plan cell (app/threads/plan.py); null on every other message.
+    plan: Mapped[dict[str, Any] | None] = mapped_column(JsonB, default=None)

@@ -1,0 +1,221 @@
+"""A planner agent's run: plan first (strict JSON), then execute the plan step by step.
+
+1. A plan cell (an assistant message with `plan`, app/threads/plan.py) appears at once,
+   `in_progress` with no steps, while the model plans (response_format json_schema,
+   through the same door as every model call). An invalid plan gets one retry that
+   tells the model what was wrong; a second invalid plan ends the run `failed` with the
+   reason, and the plan cell shows it (`status: error`, `error`).
+2. Steps run in order, each pending -> in_progress -> ok | error, every change a new
+   `seq` of the plan cell:
+   - tool: one ordinary tool call (its own tool cell, approvals, budget, duplicate
+     check), its `tool_activity.step_id` the step's id;
+   - memory: a recall from the user's memories (args.query: a search; none: the most
+     recent), handed to the completion as context;
+   - completion: the answer, streamed like any reply (the model gets no tools here).
+3. The rule on failure: once a memory or tool step fails, the later memory and tool
+   steps are `skipped` (they may depend on it, and a side effect built on a failed
+   lookup is worse than none); the completion always runs and is told what failed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from typing import Any, Protocol
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import ThreadMessage
+from app.memories import services as memories
+from app.orchestrator import plan_draft
+from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
+from app.orchestrator.delegation import Outcome, delegate_definition
+from app.orchestrator.llm import LLMError, context_window, fit_to_context, stream_turn
+from app.orchestrator.tool_calls import PlannedCall
+from app.threads import activity as cell
+from app.threads import plan as cells
+from app.threads.plan import PlanStep, PlanStepStatus
+from app.threads.writer import create_message, update_message
+from app.tools.registry import get_registry
+
+logger = logging.getLogger(__name__)
+MEMORY_TOOL = "memory"
+RECALL_LIMIT = 5
+RECALLED_CHARS = 500
+
+
+class PlanHost(Protocol):
+    """What the planner needs from the run executing it (app/orchestrator/runner.py)."""
+
+    deps: RunnerDeps
+
+    async def execute_calls(
+        self,
+        state: RunState,
+        spec: LoopSpec,
+        calls: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        step_id: str | None = None,
+    ) -> list[PlannedCall]: ...
+
+    async def answer(
+        self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
+    ) -> Outcome: ...
+
+
+async def _ignore_text(_: str) -> None:
+    return None
+
+
+class PlanExecution:
+    def __init__(self, host: PlanHost, state: RunState, spec: LoopSpec) -> None:
+        self.host, self.deps, self.state, self.spec = host, host.deps, state, spec
+        self.tools = [*spec.allowed, *spec.delegates]
+        self.memory = MEMORY_TOOL in spec.allowed
+        self.message: ThreadMessage | None = None
+        self.plan: dict[str, Any] = {}
+
+    async def run(self, messages: list[dict[str, Any]]) -> Outcome:
+        await self._show(cells.planning(), create=True)
+        steps = await self._make_plan(messages)
+        failed: str | None = None
+        for step in steps[:-1]:
+            if failed is not None:
+                reason = f"Skipped: step {failed} failed."
+                await self._step(step.id, PlanStepStatus.SKIPPED, error=reason)
+                continue
+            ok = await (
+                self._memory(step, messages)
+                if step.action == "memory"
+                else self._tool(step, messages)
+            )
+            failed = None if ok else step.id
+        return await self._complete(steps[-1], messages)
+
+    # -- planning ----------------------------------------------------------------------
+    async def _make_plan(self, messages: list[dict[str, Any]]) -> list[PlanStep]:
+        budget = self.spec.config.tool_call_budget
+        definitions = get_registry().function_definitions(self.spec.allowed) + [
+            delegate_definition(name, agent) for name, agent in self.spec.delegates.items()
+        ]
+        ask = plan_draft.instructions(definitions, memory=self.memory, budget=budget)
+        target = self.deps.model_target(self.spec.agent)
+        window = context_window(target.model, self.deps.settings.llm_context_tokens)
+        prompt = fit_to_context(
+            target.model, [*messages, {"role": "system", "content": ask}], None, window=window
+        )
+        errors: list[str] = []
+        for attempt in (1, 2):
+            turn = await stream_turn(
+                target, prompt, None, _ignore_text, response_format=plan_draft.RESPONSE_FORMAT
+            )
+            draft = plan_draft.decode(turn.text)
+            errors = [draft] if isinstance(draft, str) else plan_draft.problems(
+                draft, self.tools, memory=self.memory, budget=budget
+            )  # fmt: skip
+            if not errors and not isinstance(draft, str):
+                steps = plan_draft.steps_of(draft)
+                await self._show(cells.planned(steps, draft.description, attempt))
+                return steps
+            prompt += [
+                {"role": "assistant", "content": turn.text or ""},
+                {"role": "user", "content": plan_draft.correction(errors)},
+            ]
+        reason = "The model did not produce a valid plan: " + " ".join(errors)
+        await self._show(cells.rejected(reason, attempts=2))
+        raise LLMError("invalid_plan", reason)
+
+    # -- steps -------------------------------------------------------------------------
+    async def _tool(self, step: PlanStep, messages: list[dict[str, Any]]) -> bool:
+        call_id = f"call_plan_{secrets.token_hex(6)}"
+        call = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": step.tool or "", "arguments": json.dumps(step.args or {})},
+        }
+        await self._step(step.id, PlanStepStatus.IN_PROGRESS, tool_call_id=call_id)
+        [planned] = await self.host.execute_calls(
+            self.state, self.spec, [call], messages, step_id=step.id
+        )
+        activity = planned.message.tool_activity if planned.message is not None else None
+        if cell.status_of(activity) == cell.SUCCESS:
+            detail = (activity or {}).get("display_message") or f"{step.tool} succeeded"
+            await self._step(step.id, PlanStepStatus.OK, detail=detail)
+            return True
+        error = (activity or {}).get("error") or "The tool call failed."
+        await self._step(step.id, PlanStepStatus.ERROR, error=error)
+        return False
+
+    async def _memory(self, step: PlanStep, messages: list[dict[str, Any]]) -> bool:
+        await self._step(step.id, PlanStepStatus.IN_PROGRESS)
+        args = step.args or {}
+        query = args.get("query") if isinstance(args.get("query"), str) else None
+        user_id = self.state.user.id
+        try:
+            async with self.deps.session_factory() as session:
+                found = (
+                    await memories.search_memories(session, user_id, query, RECALL_LIMIT)
+                    if query
+                    else await memories.recent_memories(session, user_id, RECALL_LIMIT)
+                )
+                recalled = [(m.key, m.content[:RECALLED_CHARS]) for m in found]
+        except Exception:  # a failed recall is a failed step, not a failed run
+            logger.exception("run %s: memory step %s failed", self.state.run.id, step.id)
+            await self._step(step.id, PlanStepStatus.ERROR, error="Recalling memories failed.")
+            return False
+        lines = [f"- {key + ': ' if key else ''}{content}" for key, content in recalled]
+        about = f" for {query!r}" if query else ""
+        body = "\n".join(lines) if lines else "(nothing found)"
+        messages.append(
+            {"role": "system", "content": f"Memory recall (step {step.id}){about}:\n{body}"}
+        )
+        detail = f"Recalled {len(recalled)} memor{'y' if len(recalled) == 1 else 'ies'}"
+        await self._step(step.id, PlanStepStatus.OK, detail=detail)
+        return True
+
+    async def _complete(self, step: PlanStep, messages: list[dict[str, Any]]) -> Outcome:
+        await self._step(step.id, PlanStepStatus.IN_PROGRESS)
+        messages.append({"role": "system", "content": self._summary(step)})
+        text, note = await self.host.answer(self.state, self.spec, messages)
+        await self._show(cells.completed(cells.step_changed(self.plan, step.id, PlanStepStatus.OK)))
+        return text, note
+
+    def _summary(self, completion: PlanStep) -> str:
+        """What the completion is told: the plan's outcome, step by step."""
+        lines = []
+        for step in self.plan["steps"]:
+            if step["id"] == completion.id:
+                continue
+            why = step.get("error") or step.get("detail") or ""
+            lines.append(f"- {step['id']} ({step['label']}): {step['status']} {why}".rstrip())
+        done = "\n".join(lines) or "- (no steps before the answer)"
+        task = completion.description or completion.label
+        return f"The plan has run:\n{done}\nNow answer the user ({task}). Do not call tools."
+
+    # -- the plan cell -----------------------------------------------------------------
+    async def _step(self, step_id: str, status: PlanStepStatus, **fields: Any) -> None:
+        await self._show(cells.step_changed(self.plan, step_id, status, **fields))
+
+    async def _show(self, plan: dict[str, Any], *, create: bool = False) -> None:
+        """Store the plan's new state: a new `seq`, announced after commit."""
+        self.plan = plan
+        run = self.state.run
+
+        async def work(session: AsyncSession) -> None:
+            if create or self.message is None:
+                self.message = await create_message(
+                    session, run.thread_id, role="assistant", content=None, run_id=run.id, plan=plan
+                )
+                return
+            session.add(self.message)  # re-attach the detached row: no SELECT needed
+            await update_message(session, self.message, plan=plan)
+
+        await self.deps.write(work)
+
+
+async def run_plan(
+    host: PlanHost, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
+) -> Outcome:
+    """The planner's run; the runner calls this instead of its tool loop."""
+    return await PlanExecution(host, state, spec).run(messages)
