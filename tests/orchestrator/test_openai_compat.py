@@ -67,7 +67,7 @@ async def test_a_completion_runs_the_agent_with_its_tool_cells(
         ("user", "echo hi"),
     ]
     [cell] = [m["tool_activity"] for m in rows if m["role"] == "tool"]
-    assert cell["status"] == "success" and cell["id"] == result["id"]
+    assert cell["status"] == "success" and cell["id"] == result["tool_call_id"]
     model_saw = api.llm.requests[0]["messages"]
     assert [m["role"] for m in model_saw] == ["system", "user", "assistant", "user"]
     assert model_saw[0]["content"] != "ignored"
