@@ -21,6 +21,7 @@ from app.db.session import session_dependency
 from app.lib.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
 from app.lib.health import health
 from app.lib.openapi import (
+    OmittedNullStructSchemaPlugin,
     OptionalLiteralSchemaPlugin,
     StrictStructSchemaPlugin,
     SwiftReadyOpenAPIConfig,
@@ -60,6 +61,9 @@ ROUTES = [
 
 
 def openapi_config() -> OpenAPIConfig:
+    # Imported here: `python -m app.realtime.asyncapi` imports this module first.
+    from app.realtime.asyncapi import frame_components
+
     return SwiftReadyOpenAPIConfig(
         title="Toolcells API",
         version="1.0.0",
@@ -76,6 +80,7 @@ def openapi_config() -> OpenAPIConfig:
         ),
         use_handler_docstrings=True,
         create_examples=False,
+        extra_schemas=frame_components(),
     )
 
 
@@ -96,6 +101,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             CLIPlugin(),
             LoginThrottlePlugin(settings),
             StrictStructSchemaPlugin(),
+            OmittedNullStructSchemaPlugin(),
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
             OrchestratorPlugin(settings, db_config),  # last: its lifespan exits first
