@@ -39,7 +39,7 @@ from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
 from app.tools.controllers import ToolController
-from app.tools.registry import get_registry
+from app.tools.registry import get_registry, result_components
 from app.tools.toolsets import load_agent_types
 
 # Every route of the app, in one place.
@@ -80,7 +80,10 @@ def openapi_config() -> OpenAPIConfig:
         ),
         use_handler_docstrings=True,
         create_examples=False,
-        extra_schemas=frame_components(),
+        extra_schemas={
+            **frame_components(),
+            **result_components(get_registry().tools()),
+        },
     )
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from app.openapi_export import OPENAPI_FILE
 from app.realtime.asyncapi import CLIENT_FRAMES, SERVER_FRAMES
+from app.tools.registry import builtin_tools
 
 pytestmark = pytest.mark.slow
 
@@ -26,6 +27,8 @@ pytestmark = pytest.mark.slow
 # and every websocket frame (components too, so one generator run gives an app all types).
 CELL_SCHEMAS = ("ThreadMessageRead", "ToolActivity", "RunRead")
 FRAME_SCHEMAS = tuple(f.__name__ for f in CLIENT_FRAMES + SERVER_FRAMES)
+# The `data` of each tool action's successful cell (GET /api/tools, result_schemas).
+RESULT_SCHEMAS = tuple(sorted({s.__name__ for t in builtin_tools() for s in t.results.values()}))
 GENERATOR = Path(sys.executable).with_name("openapi-generator-cli")
 # `case toolActivity = "tool_activity"` or, when the names agree, `case status`.
 CODING_KEY = re.compile(r'^\s+case (\w+)(?: = "([^"]+)")?$', re.MULTILINE)
@@ -79,7 +82,7 @@ def _is_nullable(schema: dict[str, Any]) -> bool:
     )
 
 
-@pytest.mark.parametrize("name", CELL_SCHEMAS + FRAME_SCHEMAS)
+@pytest.mark.parametrize("name", CELL_SCHEMAS + FRAME_SCHEMAS + RESULT_SCHEMAS)
 def test_every_property_is_generated_with_its_optionality(models: Path, name: str) -> None:
     schema = json.loads(OPENAPI_FILE.read_text())["components"]["schemas"][name]
     properties = _swift_properties((models / f"{name}.swift").read_text())

@@ -6,7 +6,7 @@ Litestar. `struct_components` brings msgspec's output to the forms the OpenAPI d
 uses, so that one Swift (or Python) generator reads both:
 
 - nullable fields in the forms of `app.lib.openapi.swift_ready` (`type: [T, "null"]`);
-- a Literal's `enum` carries its `type`;
+- a Literal's `enum` carries its `type`, a tagged Struct's tag is a `const`;
 - a datetime is `format: date-time` (msgspec writes it only for `Meta(tz=True)`; every
   served time is UTC, `…Z`: `app.lib.schema.served_time`);
 - a field of an `omit_defaults` Struct whose default is None is never sent as null (it
@@ -81,6 +81,8 @@ def struct_components(roots: Iterable[type]) -> dict[str, dict[str, Any]]:
     _, schemas = msgspec.json.schema_components(roots, ref_template=REF_TEMPLATE)
     for name, info in _structs(roots).items():
         properties = schemas[name].get("properties", {})
+        if info.tag_field is not None:  # msgspec writes `enum: [tag]`; a const says "one value"
+            properties[info.tag_field] = {"type": "string", "const": info.tag}
         omitted = omitted_null_fields(info.cls)
         for field in info.fields:
             prop = properties[field.encode_name]

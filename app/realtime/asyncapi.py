@@ -88,9 +88,7 @@ def frame_components() -> dict[str, dict[str, Any]]:
     Also components of openapi/openapi.json, so an app generating its models from that
     one document gets the frame types too.
     """
-    schemas = struct_components(CLIENT_FRAMES + SERVER_FRAMES)
-    for struct in CLIENT_FRAMES + SERVER_FRAMES:
-        schemas[struct.__name__]["properties"]["type"] = {"type": "string", "const": _tag(struct)}
+    schemas = struct_components(CLIENT_FRAMES + SERVER_FRAMES)  # `type`: a const per frame
     schemas["ClientFrame"] = _tagged_union(CLIENT_FRAMES, "A frame the client sends.")
     schemas["ServerFrame"] = _tagged_union(SERVER_FRAMES, "A frame the server sends.")
     return schemas

@@ -23,6 +23,9 @@ class ToolRead(Schema):
     confirmation_actions: list[str]
     non_user_facing_actions: list[str]
     agent_types: list[str]
+    # The JSON Schema of a successful call's `data`, per action: a `$ref` to a component of
+    # /schema/openapi.json (TaskToolResult, WebSearchResult, …).
+    result_schemas: dict[str, dict[str, str]]
 
 
 class ToolList(Schema):

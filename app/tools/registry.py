@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from app.lib.struct_schema import REF_TEMPLATE, struct_components
 from app.tools.base import Tool
 
 
@@ -23,6 +24,8 @@ class ToolCatalogEntry(msgspec.Struct, kw_only=True):
     confirmation_actions: list[str]  # the actions that ask the user before running
     non_user_facing_actions: list[str]
     timeout_seconds: float
+    # action -> {"$ref": "#/components/schemas/<its ToolData Struct>"} (openapi/openapi.json)
+    result_schemas: dict[str, dict[str, str]]
 
 
 class ToolRegistry:
@@ -38,6 +41,9 @@ class ToolRegistry:
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
 
     def names(self) -> list[str]:
         return list(self._tools)
@@ -64,7 +70,17 @@ def _catalog_entry(tool: Tool) -> ToolCatalogEntry:
         confirmation_actions=confirm,
         non_user_facing_actions=sorted(tool.non_user_facing_actions),
         timeout_seconds=tool.timeout_seconds,
+        result_schemas={
+            action: {"$ref": REF_TEMPLATE.format(name=struct.__name__)}
+            for action, struct in tool.results.items()
+        },
     )
+
+
+def result_components(tools: Iterable[Tool]) -> dict[str, dict[str, Any]]:
+    """The schemas of every tool's result Structs, as OpenAPI components."""
+    structs = {s for tool in tools for s in tool.results.values()}
+    return struct_components(sorted(structs, key=lambda s: s.__name__))
 
 
 def builtin_tools() -> list[Tool]:

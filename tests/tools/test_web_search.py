@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from tests.support.result_schemas import assert_matches_result_schema
 from tests.tools.conftest import ToolHarness
 from tests.tools.http_servers import Response
 
@@ -96,3 +97,8 @@ async def test_search_param_errors(harness: ToolHarness) -> None:
     assert missing.details["required_param"] == "query"
     wrong = await harness.call("web", {"action": "search", "query": 42})
     assert wrong.details["errors"] == [{"field": "query", "message": "Expected `str`, got `int`"}]
+
+
+async def test_search_results_match_the_published_schema(searching: ToolHarness) -> None:
+    result = await searching.call("web", {"action": "search", "query": "schema"})
+    assert_matches_result_schema("web", "search", result.data)

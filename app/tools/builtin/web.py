@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import ssl
-from typing import Annotated, Any
+from typing import Annotated
 
 import httpx
 import msgspec
 
-from app.tools.base import Tool, ToolContext, ToolResult
-from app.tools.builtin.web_fetch import fetch_page
+from app.lib.schema import Schema
+from app.tools.base import Tool, ToolContext, ToolData, ToolResult
+from app.tools.builtin.web_fetch import WebFetchResult, fetch_page
 from app.tools.net.fetch import FetchPolicy, SafeFetcher
 from app.tools.net.resolver import Resolver
 from app.tools.net.ssrf import normalize_host
@@ -30,6 +31,20 @@ class FetchParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ]
 
 
+class WebSearchHit(Schema):
+    url: str
+    title: str
+    snippet: str
+
+
+class WebSearchResult(ToolData, tag="search_results"):
+    """The first results of a web search; `total_results` as the search service counts."""
+
+    query: str
+    results: list[WebSearchHit]
+    total_results: int
+
+
 class WebTool(Tool):
     name = "web"
     description = (
@@ -37,6 +52,7 @@ class WebTool(Tool):
         "Fetch returns the page as readable text."
     )
     actions = {"search": SearchParams, "fetch": FetchParams}
+    results = {"search": WebSearchResult, "fetch": WebFetchResult}
     read_only_actions = frozenset({"search", "fetch"})
     timeout_seconds = 45
     examples = {"search": {"query": "litestar websockets"}, "fetch": {"url": "https://example.com"}}
@@ -113,10 +129,10 @@ def _search_results(query: str, body: bytes) -> ToolResult:
     except msgspec.DecodeError:
         return ToolResult.failure("Invalid response from the search service.", "system_error",
                                   query=query)  # fmt: skip
-    results: list[dict[str, Any]] = [
-        {"url": hit.url, "title": hit.title, "snippet": hit.content or ""}
+    results = [
+        WebSearchHit(url=hit.url, title=hit.title, snippet=hit.content or "")
         for hit in answer.results[:RESULT_LIMIT]
     ]
     total = int(answer.number_of_results) if answer.number_of_results else len(answer.results)
-    data = {"type": "search_results", "query": query, "results": results, "total_results": total}
+    data = WebSearchResult(query=query, results=results, total_results=total)
     return ToolResult.success(data, display_message=f"{len(results)} result(s) for “{query}”")
