@@ -11,6 +11,7 @@ import msgspec
 
 from app.lib.schema import Schema
 from app.tools.base import Tool, ToolContext, ToolData, ToolResult
+from app.tools.builtin.demo_search import demo_hits, uses_demo_search
 from app.tools.builtin.web_fetch import WebFetchResult, fetch_page
 from app.tools.net.fetch import FetchPolicy, SafeFetcher
 from app.tools.net.resolver import Resolver
@@ -59,6 +60,8 @@ class WebTool(Tool):
 
     async def search_action(self, ctx: ToolContext, params: SearchParams) -> ToolResult:
         base = ctx.settings.web_search_url
+        if uses_demo_search(ctx):
+            return _demo_results(params.query)
         if not base:
             return ToolResult.failure(
                 "Web search is not configured on this server.", "system_error"
@@ -105,6 +108,12 @@ class WebTool(Tool):
         policy = dataclasses.replace(self.policy, allow_hosts=self.policy.allow_hosts | allow)
         fetcher = SafeFetcher(policy, resolver=self.resolver, verify=self.verify)
         return await fetch_page(ctx, fetcher, params.url)
+
+
+def _demo_results(query: str) -> ToolResult:
+    hits = [WebSearchHit(url=u, title=t, snippet=s) for u, t, s in demo_hits(query)]
+    data = WebSearchResult(query=query, results=hits, total_results=len(hits))
+    return ToolResult.success(data, display_message=f"{len(hits)} demo result(s) (offline)")
 
 
 def _search_endpoint(base: str) -> str:
