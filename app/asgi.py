@@ -23,6 +23,7 @@ from app.devices.controllers import DeviceController
 from app.lib.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
 from app.lib.health import health, readiness
 from app.lib.openapi import (
+    OmittedNullStructSchemaPlugin,
     OptionalLiteralSchemaPlugin,
     StrictStructSchemaPlugin,
     SwiftReadyOpenAPIConfig,
@@ -45,7 +46,7 @@ from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
 from app.tools.controllers import ToolController
-from app.tools.registry import get_registry
+from app.tools.registry import get_registry, result_components
 from app.tools.toolsets import load_agent_types
 
 # Every route of the app, in one place.
@@ -72,6 +73,9 @@ ROUTES = [
 
 
 def openapi_config() -> OpenAPIConfig:
+    # Imported here: `python -m app.realtime.asyncapi` imports this module first.
+    from app.realtime.asyncapi import frame_components
+
     return SwiftReadyOpenAPIConfig(
         title="Toolcells API",
         version="1.0.0",
@@ -88,6 +92,10 @@ def openapi_config() -> OpenAPIConfig:
         ),
         use_handler_docstrings=True,
         create_examples=False,
+        extra_schemas={
+            **frame_components(),
+            **result_components(get_registry().tools()),
+        },
     )
 
 
@@ -108,6 +116,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             CLIPlugin(),
             LoginThrottlePlugin(settings),
             StrictStructSchemaPlugin(),
+            OmittedNullStructSchemaPlugin(),
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
             PushPlugin(settings, db_config),

@@ -9,7 +9,7 @@ import sys
 from uuid import UUID
 
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from app.db.models import Agent, Thread, ThreadMessage, User
@@ -116,3 +116,63 @@ def test_staff_cli(empty_database: str) -> None:
     assert "demo token: tc_" in first and first == second
     assert counts(empty_database) == after_first
     assert after_first["threads"] >= 1 and after_first["thread_messages"] >= 1
+
+
+def test_users_and_tokens_cli(empty_database: str) -> None:
+    ok(litestar(empty_database, "database", "upgrade", "--no-prompt"))
+    ok(litestar(empty_database, "seed", "demo"))
+    listed = ok(litestar(empty_database, "users", "list"))
+    assert listed.startswith("demo@example.com\t-\t1 token(s)\t"), listed
+
+    weak = litestar(
+        empty_database, "users", "set-password", "--email", "demo@example.com", "--password", "x"
+    )
+    assert weak.returncode != 0 and "at least 10 characters" in weak.stderr, weak.stderr
+    changed = "new-password-2026"
+    ok(litestar(empty_database, "users", "set-password", "--email", "demo@example.com",
+                "--password", changed))  # fmt: skip
+    assert asyncio.run(_password_works(empty_database, "demo@example.com", changed))
+    missing = litestar(empty_database, "users", "set-password", "--email", "no@example.com",
+                       "--password", changed)  # fmt: skip
+    assert missing.returncode != 0 and "No user with email no@example.com" in missing.stderr
+
+    [line] = ok(
+        litestar(empty_database, "tokens", "list", "--email", "demo@example.com")
+    ).splitlines()
+    token_id = line.split("\t")[0]
+    other = "00000000-0000-0000-0000-000000000000"
+    unknown = litestar(empty_database, "tokens", "revoke", "--email", "demo@example.com",
+                       "--token-id", other)  # fmt: skip
+    assert unknown.returncode != 0 and f"No live token {other}" in unknown.stderr
+    one = ok(litestar(empty_database, "tokens", "revoke", "--email", "demo@example.com",
+                      "--token-id", token_id))  # fmt: skip
+    assert one.startswith("Revoked 1 token(s)")
+    assert ok(litestar(empty_database, "tokens", "list", "--email", "demo@example.com")) == ""
+    assert "\t0 token(s)\t" in ok(litestar(empty_database, "users", "list"))
+    # `seed demo` issues the demo token again; revoking every token takes it back.
+    ok(litestar(empty_database, "seed", "demo"))
+    every = ok(litestar(empty_database, "tokens", "revoke", "--email", "demo@example.com"))
+    assert every.startswith("Revoked 1 token(s)"), every
+
+
+def test_cli_errors_name_the_valid_choices_and_drop_unused_groups(empty_database: str) -> None:
+    ok(litestar(empty_database, "database", "upgrade", "--no-prompt"))
+    ok(litestar(empty_database, "users", "create", "--email", "o@example.com",
+                "--password", "pw-1234567890"))  # fmt: skip
+    unknown = litestar(empty_database, "agents", "create", "--owner", "o@example.com",
+                       "--name", "X", "--agent-type", "nope")  # fmt: skip
+    assert unknown.returncode != 0
+    assert "Unknown agent_type 'nope': one of assistant, specialist" in unknown.stderr
+    commands = ok(litestar(empty_database, "--help"))
+    assert "tokens" in commands and "sessions" not in commands
+
+
+async def _password_works(database_url: str, email: str, password: str) -> bool:
+    from app.accounts.services import authenticate
+
+    engine = create_async_engine(database_url, poolclass=NullPool)
+    try:
+        async with AsyncSession(engine) as session:
+            return await authenticate(session, email, password) is not None
+    finally:
+        await engine.dispose()

@@ -18,11 +18,17 @@ from typing import Any
 import pytest
 
 from app.openapi_export import OPENAPI_FILE
+from app.realtime.asyncapi import CLIENT_FRAMES, SERVER_FRAMES
+from app.tools.registry import builtin_tools
 
 pytestmark = pytest.mark.slow
 
-# The component schemas of a tool cell: the message, its activity, and the run it is in.
+# The component schemas of a tool cell: the message, its activity, and the run it is in;
+# and every websocket frame (components too, so one generator run gives an app all types).
 CELL_SCHEMAS = ("ThreadMessageRead", "ToolActivity", "RunRead")
+FRAME_SCHEMAS = tuple(f.__name__ for f in CLIENT_FRAMES + SERVER_FRAMES)
+# The `data` of each tool action's successful cell (GET /api/tools, result_schemas).
+RESULT_SCHEMAS = tuple(sorted({s.__name__ for t in builtin_tools() for s in t.results.values()}))
 GENERATOR = Path(sys.executable).with_name("openapi-generator-cli")
 # `case toolActivity = "tool_activity"` or, when the names agree, `case status`.
 CODING_KEY = re.compile(r'^\s+case (\w+)(?: = "([^"]+)")?$', re.MULTILINE)
@@ -62,7 +68,8 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _swift_properties(source: str) -> dict[str, str]:
     """JSON name -> declared Swift type, read from a generated model struct."""
-    declared = dict(PROPERTY.findall(source))
+    # A property with a default is declared `public var afterSeq: Int? = 0`.
+    declared = {name: kind.split(" = ")[0] for name, kind in PROPERTY.findall(source)}
     keys = source[source.index("enum CodingKeys") :]
     keys = keys[: keys.index("}")]
     return {json or swift: declared[swift] for swift, json in CODING_KEY.findall(keys)}
@@ -75,7 +82,7 @@ def _is_nullable(schema: dict[str, Any]) -> bool:
     )
 
 
-@pytest.mark.parametrize("name", CELL_SCHEMAS)
+@pytest.mark.parametrize("name", CELL_SCHEMAS + FRAME_SCHEMAS + RESULT_SCHEMAS)
 def test_every_property_is_generated_with_its_optionality(models: Path, name: str) -> None:
     schema = json.loads(OPENAPI_FILE.read_text())["components"]["schemas"][name]
     properties = _swift_properties((models / f"{name}.swift").read_text())
@@ -93,3 +100,18 @@ def test_tool_activity_is_typed_as_the_tool_activity_model(models: Path) -> None
     assert 'case inProgress = "in_progress"' in activity
     assert _swift_properties(activity)["error_type"] == "ErrorType?"
     assert 'case timeout = "timeout"' in activity
+
+
+@pytest.mark.parametrize(
+    ("union", "frames"), [("ServerFrame", SERVER_FRAMES), ("ClientFrame", CLIENT_FRAMES)]
+)
+def test_frames_decode_as_an_enum_switching_on_type(
+    models: Path, union: str, frames: list[type]
+) -> None:
+    """The tagged union becomes a Swift enum with one case per frame, chosen by `type`."""
+    source = (models / f"{union}.swift").read_text()
+    assert f"public enum {union}:" in source
+    for frame in frames:
+        tag, name = frame.__struct_config__.tag, frame.__name__
+        assert f"case type{name}({name})" in source
+        assert f'case "{tag}":\n            self = .type{name}(try {name}(from: decoder))' in source

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from uuid import UUID
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import ApiToken, User
@@ -37,6 +38,51 @@ async def create_user(
     session.add(user)
     await session.flush()
     return user
+
+
+async def list_users(session: AsyncSession) -> list[tuple[User, int]]:
+    """Every user, oldest first, with the number of live (unrevoked, unexpired) tokens."""
+    live = (
+        select(func.count(ApiToken.id))
+        .where(
+            ApiToken.user_id == User.id,
+            ApiToken.revoked_at.is_(None),
+            ApiToken.expires_at > utcnow(),
+        )
+        .scalar_subquery()
+    )
+    rows = await session.execute(select(User, live).order_by(User.created_at, User.email))
+    return [(user, int(count)) for user, count in rows.tuples()]
+
+
+async def set_password(session: AsyncSession, user: User, password: str) -> None:
+    """A new password under the same policy as sign-up (`check_new_password`)."""
+    check_new_password(password, user.email)
+    user.password_hash = hash_password(password)
+    await session.flush()
+
+
+async def live_tokens(session: AsyncSession, user: User) -> list[ApiToken]:
+    query = (
+        select(ApiToken)
+        .where(
+            ApiToken.user_id == user.id,
+            ApiToken.revoked_at.is_(None),
+            ApiToken.expires_at > utcnow(),
+        )
+        .order_by(ApiToken.created_at)
+    )
+    return list(await session.scalars(query))
+
+
+async def revoke_user_tokens(session: AsyncSession, user: User, token_id: UUID | None) -> int:
+    """Revoke the user's live tokens (or just `token_id`); open sockets using them close
+    within WS_TOKEN_CHECK_SECONDS. Returns how many were revoked."""
+    query = update(ApiToken).where(ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None))
+    if token_id is not None:
+        query = query.where(ApiToken.id == token_id)
+    result = await session.execute(query.values(revoked_at=utcnow()))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
 def check_new_password(password: str, email: str) -> None:

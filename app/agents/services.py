@@ -47,7 +47,7 @@ def check_agent_type(agent_type: str) -> None:
     if not is_known_agent_type(agent_type):
         raise ProblemException(
             400,
-            f"Unknown agent_type {agent_type!r}.",
+            f"Unknown agent_type {agent_type!r}: one of {', '.join(agent_type_names())}.",
             errors=[
                 {
                     "field": "agent_type",

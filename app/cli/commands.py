@@ -1,9 +1,10 @@
-"""`litestar users|agents|seed …`: staff commands that talk to the database directly."""
+"""`litestar users|tokens|agents|seed …`: staff commands that talk to the database directly."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from uuid import UUID
 
 import anyio
 import click
@@ -11,6 +12,9 @@ from advanced_alchemy.extensions.litestar import SQLAlchemyPlugin
 from litestar import Litestar
 from litestar.cli._utils import LitestarGroup
 from sqlalchemy.ext.asyncio import AsyncSession
+
+if TYPE_CHECKING:
+    from app.db.models import User
 
 T = TypeVar("T")
 
@@ -32,8 +36,17 @@ def run_in_session(app: Litestar, work: Callable[[AsyncSession], Awaitable[T]]) 
     return anyio.run(_main)
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     raise click.ClickException(message)
+
+
+async def user_or_fail(session: AsyncSession, email: str) -> User:
+    from app.accounts.services import get_user_by_email
+
+    user = await get_user_by_email(session, email)
+    if user is None:
+        fail(f"No user with email {email}.")
+    return user
 
 
 @click.group(cls=LitestarGroup, name="users", help="Manage users.")
@@ -60,6 +73,65 @@ def create_user_command(app: Litestar, email: str, password: str, staff: bool) -
     click.echo(str(user.id))
 
 
+@users_group.command(name="list", help="List users: email, staff, live tokens, id.")
+def list_users_command(app: Litestar) -> None:
+    from app.accounts.services import list_users
+
+    for user, tokens in run_in_session(app, list_users):
+        staff = "staff" if user.is_staff else "-"
+        click.echo(f"{user.email}\t{staff}\t{tokens} token(s)\t{user.id}")
+
+
+@users_group.command(name="set-password", help="Set a user's password (the sign-up policy).")
+@click.option("--email", required=True)
+@click.option("--password", required=True, prompt=True, hide_input=True)
+def set_password_command(app: Litestar, email: str, password: str) -> None:
+    from app.accounts.services import set_password
+    from app.lib.problems import ProblemException
+
+    async def work(session: AsyncSession) -> None:
+        user = await user_or_fail(session, email)
+        try:
+            await set_password(session, user, password)
+        except ProblemException as exc:
+            fail(exc.detail)
+
+    run_in_session(app, work)
+    click.echo(f"Password of {email} changed (its tokens stay valid: `tokens revoke`).")
+
+
+@click.group(cls=LitestarGroup, name="tokens", help="Manage API tokens.")
+def tokens_group() -> None: ...
+
+
+@tokens_group.command(name="list", help="A user's live tokens: id, created, expires.")
+@click.option("--email", required=True)
+def list_tokens_command(app: Litestar, email: str) -> None:
+    from app.accounts.services import live_tokens
+
+    async def work(session: AsyncSession) -> list[Any]:
+        return await live_tokens(session, await user_or_fail(session, email))
+
+    for token in run_in_session(app, work):
+        created, expires = token.created_at.isoformat(), token.expires_at.isoformat()
+        click.echo(f"{token.id}\tcreated {created}\texpires {expires}")
+
+
+@tokens_group.command(name="revoke", help="Revoke a user's tokens (all, or --token-id).")
+@click.option("--email", required=True)
+@click.option("--token-id", type=click.UUID, default=None, help="Only this token.")
+def revoke_tokens_command(app: Litestar, email: str, token_id: UUID | None) -> None:
+    from app.accounts.services import revoke_user_tokens
+
+    async def work(session: AsyncSession) -> int:
+        return await revoke_user_tokens(session, await user_or_fail(session, email), token_id)
+
+    revoked = run_in_session(app, work)
+    if token_id is not None and revoked == 0:
+        fail(f"No live token {token_id} of {email}.")
+    click.echo(f"Revoked {revoked} token(s) of {email}; open sockets close within seconds.")
+
+
 @click.group(cls=LitestarGroup, name="agents", help="Manage agents.")
 def agents_group() -> None: ...
 
@@ -80,14 +152,11 @@ def create_agent_command(
     system_prompt: str | None,
     shared: bool,
 ) -> None:
-    from app.accounts.services import get_user_by_email
     from app.agents.services import create_agent
     from app.lib.problems import ProblemException
 
     async def work(session: AsyncSession) -> Any:
-        owner = await get_user_by_email(session, owner_email)
-        if owner is None:
-            fail(f"No user with email {owner_email}.")
+        owner = await user_or_fail(session, owner_email)
         try:
             return await create_agent(
                 session,

@@ -8,9 +8,12 @@ from litestar.plugins import CLIPluginProtocol
 
 class CLIPlugin(CLIPluginProtocol):
     def on_cli_init(self, cli: Group) -> None:
-        from app.cli.commands import agents_group, seed_group, users_group
+        from app.cli.commands import agents_group, seed_group, tokens_group, users_group
 
+        # Litestar's server-side `sessions` group: this app keeps no server-side sessions.
+        cli.commands.pop("sessions", None)
         cli.add_command(users_group)
+        cli.add_command(tokens_group)
         cli.add_command(agents_group)
         cli.add_command(seed_group)
 

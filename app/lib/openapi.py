@@ -10,13 +10,17 @@ swift-openapi-generator skips any schema with a `{type: null}` member (its issue
 #817, #950) and so drops the property from the generated struct. `SwiftReadyOpenAPIConfig`
 rewrites the finished document, in one pass, into the forms swift-openapi-generator,
 openapi-generator (swift6) and openapi-python-client all read: `type: [T, "null"]`, with
-null among an `enum`'s values. Only a nullable `$ref` has no such form: it becomes
-`anyOf: [{$ref}, {type: null}]`. `SWIFT_REJECTED_FORMS` lists what the tests forbid.
+null among an `enum`'s values. A nullable `$ref` has no such form (`anyOf: [{$ref},
+{type: null}]` is skipped too): a response Struct with `omit_defaults` leaves such a field
+out of the body instead, documented as an optional `$ref` (`OmittedNullStructSchemaPlugin`).
+`SWIFT_REJECTED_FORMS` lists what the tests forbid, in this document and in
+openapi/asyncapi.json.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import dataclass, fields
+from dataclasses import field as dataclass_field
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 import msgspec
@@ -86,6 +90,37 @@ class StrictStructSchemaPlugin(StructSchemaPlugin):
             for item in _string_item_schemas(prop):
                 item.min_length = constrained.min_length
                 item.max_length = constrained.max_length
+        return schema
+
+
+class OmittedNullStructSchemaPlugin(StructSchemaPlugin):
+    """Response Structs with `omit_defaults`: a field defaulting to None is left out of
+    the body rather than sent as null, so it is documented as its type, not required.
+
+    Used for a nullable `$ref` (`ThreadMessageRead.tool_activity`): no form of "this
+    reference or null" is read by all of swift-openapi-generator (it skips
+    `anyOf: [$ref, {type: null}]`, #817, #950), openapi-generator and openapi-python-client,
+    while an optional `$ref` is.
+    """
+
+    def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
+        if not super().is_plugin_supported_field(field_definition):
+            return False
+        config = getattr(field_definition.type_, "__struct_config__", None)
+        return bool(config and config.omit_defaults and not config.forbid_unknown_fields)
+
+    def to_openapi_schema(
+        self, field_definition: FieldDefinition, schema_creator: SchemaCreator
+    ) -> Schema:
+        schema = super().to_openapi_schema(field_definition, schema_creator)
+        info = msgspec.inspect.type_info(field_definition.type_)
+        for field in getattr(info, "fields", ()):
+            prop = (schema.properties or {}).get(field.encode_name)
+            if field.default is not None or not isinstance(prop, Schema) or not prop.one_of:
+                continue
+            members = [m for m in prop.one_of if getattr(m, "type", None) != OpenAPIType.NULL]
+            if len(members) == 1:
+                schema.properties[field.encode_name] = members[0]  # type: ignore[index]
         return schema
 
 
@@ -184,17 +219,29 @@ def swift_ready(node: Any) -> Any:
 
 
 class _SwiftReadyOpenAPI(OpenAPI):
+    extra_schemas: dict[str, dict[str, Any]] | None = None
+
     def to_schema(self) -> dict[str, Any]:
-        return documented(swift_ready(super().to_schema()))
+        document = swift_ready(super().to_schema())
+        schemas = document.setdefault("components", {}).setdefault("schemas", {})
+        for name, schema in (self.extra_schemas or {}).items():
+            schemas.setdefault(name, schema)  # Litestar's own schema of a Struct wins
+        return documented(document)
 
 
+@dataclass
 class SwiftReadyOpenAPIConfig(OpenAPIConfig):
     """Serves (and exports) the document with summaries and examples (`documented`), in
-    the forms `swift_ready` writes."""
+    the forms `swift_ready` writes, plus `extra_schemas`: components no operation names
+    (websocket frames, tool results) that generated clients should still have."""
+
+    extra_schemas: dict[str, dict[str, Any]] = dataclass_field(default_factory=dict)
 
     def to_openapi_schema(self) -> OpenAPI:
         base = super().to_openapi_schema()
-        return _SwiftReadyOpenAPI(**{f.name: getattr(base, f.name) for f in fields(base)})
+        document = _SwiftReadyOpenAPI(**{f.name: getattr(base, f.name) for f in fields(base)})
+        document.extra_schemas = self.extra_schemas
+        return document
 
 
 # Schema forms Swift client generators mis-read, and where that is documented; the tests
@@ -202,8 +249,9 @@ class SwiftReadyOpenAPIConfig(OpenAPIConfig):
 SWIFT_REJECTED_FORMS: dict[str, str] = {
     "oneof-null": "`oneOf` with a `{type: null}` member: swift-openapi-generator skips the "
     "whole property (apple/swift-openapi-generator#286, #817, #950)",
-    "anyof-null-typed": "`anyOf` of a typed schema and `{type: null}`: skipped like oneOf "
-    "(#817); `type: [T, null]` says the same and is read",
+    "anyof-null": "`anyOf` with a `{type: null}` member, around a `$ref` too: skipped like "
+    "oneOf (#817, #906, #950); write `type: [T, null]`, or leave a nullable `$ref` out of "
+    "`required` and out of the body (`OmittedNullStructSchemaPlugin`)",
     "null-member-allof": '`{type: null}` inside `allOf`: \'Schema "null" is not '
     "supported ... skipping' (#553)",
     "enum-without-null": "`type: [T, null]` whose `enum` lacks null: the enum forbids the "
@@ -211,6 +259,10 @@ SWIFT_REJECTED_FORMS: dict[str, str] = {
     "single-oneof": "`oneOf` with a single member: generated as a one-case enum wrapper "
     "instead of the member's type",
     "nullable-keyword": "`nullable: true` is OpenAPI 3.0; 3.1 readers ignore it",
+    "untyped-enum": "`enum` or `const` without `type`: generated as an untyped value "
+    "container (swift-openapi-generator's `OpenAPIValueContainer`), not a Swift enum",
+    "union-without-discriminator": "`oneOf` of several `$ref`s without a `discriminator`: "
+    "generators try each member in turn instead of switching on the tag",
 }
 
 
@@ -230,11 +282,13 @@ def _rejected_forms_of(node: dict[str, Any]) -> Iterator[str]:
         yield "oneof-null"
     if isinstance(one_of, list) and len(one_of) == 1:
         yield "single-oneof"
-    # A nullable `$ref` is the one exception: no other form exists for it.
     if isinstance(any_of, list) and NULL_SCHEMA in any_of:
-        typed = [m for m in any_of if m != NULL_SCHEMA and set(m) != {"$ref"}]
-        if typed:
-            yield "anyof-null-typed"
+        yield "anyof-null"
+    refs = isinstance(one_of, list) and all(set(m) == {"$ref"} for m in one_of)
+    if refs and len(one_of) > 1 and "discriminator" not in node:
+        yield "union-without-discriminator"
+    if ("enum" in node or "const" in node) and "type" not in node:
+        yield "untyped-enum"
     if isinstance(all_of, list) and NULL_SCHEMA in all_of:
         yield "null-member-allof"
     kind = node.get("type")

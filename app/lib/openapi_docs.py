@@ -34,7 +34,7 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "SubmitDeviceToolResult": "Answer a tool call the phone runs (awaiting_device)",
     "GetRun": "Get a run's status and trace (steps, tool results)",
     "CancelRun": "Cancel a queued or running run",
-    "ListTools": "List the tools agents can call and how the app shows them",
+    "ListTools": "List the tools agents can call: parameters, result schemas, how cells show",
     "listModels": "OpenAI-compatible: list your agents as models",
     "createChatCompletion": "OpenAI-compatible: run an agent on a chat, plain or streamed",
     "RegisterDevice": "Register this phone for push notifications (idempotent by token)",
@@ -44,13 +44,29 @@ OPERATION_SUMMARIES: dict[str, str] = {
 }
 
 _THREAD_ID = "7c0e3b5e-2f4d-4c51-9a6e-0d3b8f1a2c44"
+_AGENT_ID = "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"
+_USER = {
+    "id": "3c2b1a0f-9e8d-4c7b-8a6f-5e4d3c2b1a0f",
+    "email": "demo@example.com",
+    "display_name": "Demo",
+    "is_staff": False,
+    "created_at": "2026-03-01T09:00:00Z",
+}
 _RUN_ID = "f1a9d2c3-8b7e-4d6f-a5c4-3b2a1e0f9d8c"
+_TASK_RESULT = {
+    "type": "task",
+    "task_id": "0b6a5c1e-4d3f-4e2a-9c8b-7a6f5e4d3c2b",
+    "task_title": "Book dentist",
+    "task_status": "active",
+    "notes": None,
+    "due_at": "2026-03-02T09:00:00Z",
+}
 _TOOL_ACTIVITY = {
     "id": "call_8f2k",
-    "name": "create_task",
+    "name": "tasks",
     "status": "success",
-    "input": {"title": "Book dentist", "due_at": "2026-03-02T09:00:00Z"},
-    "data": {"task_id": "0b6a5c1e-4d3f-4e2a-9c8b-7a6f5e4d3c2b"},
+    "input": {"action": "create", "title": "Book dentist", "due_at": "2026-03-02T09:00:00Z"},
+    "data": _TASK_RESULT,
     "display_message": "Created task “Book dentist”",
     "error": None,
     "error_type": None,
@@ -90,7 +106,6 @@ SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {
         "is_user_facing": True,
         "client_message_id": None,
         "tool_activity": _TOOL_ACTIVITY,
-        "plan": None,
         "created_at": "2026-03-01T10:15:02Z",
         "updated_at": "2026-03-01T10:15:03Z",
     },
@@ -148,7 +163,7 @@ SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {
     "ThreadRead": {
         "id": _THREAD_ID,
         "title": "Errands",
-        "agent_id": "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b",
+        "agent_id": _AGENT_ID,
         "last_seq": 4,
         "active_run_id": None,
         "created_at": "2026-03-01T10:14:40Z",
@@ -157,6 +172,51 @@ SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {
     "MessageCreate": {
         "content": "Remind me to book the dentist on Monday",
         "client_message_id": "ios-4F1C2A",
+    },
+    "TaskToolResult": _TASK_RESULT,
+    "UserRead": _USER,
+    "TokenCreate": {"email": "demo@example.com", "password": "demo-password"},
+    "TokenRead": {
+        "access_token": "tc_3q2-Vb8xW1yZ0aKfL7mN5pR4sT6uV9wX",
+        "token_type": "bearer",
+        "expires_at": "2026-03-31T09:00:00Z",
+        "user": _USER,
+    },
+    "AgentRead": {
+        "id": _AGENT_ID,
+        "name": "Assistant",
+        "agent_type": "assistant",
+        "model": None,
+        "system_prompt": "You are a concise assistant.",
+        "reflection_prompt": None,
+        "memory_reflection_prompt": None,
+        "enabled_tools": None,
+        "tools": ["tasks", "web", "memory", "self_authoring"],
+        "is_shared": False,
+        "description": "Keeps your tasks and finds things on the web.",
+        "tool_description": None,
+        "enabled": True,
+    },
+    "TaskRead": {
+        "id": _TASK_RESULT["task_id"],
+        "title": "Book dentist",
+        "notes": None,
+        "status": "active",
+        "due_at": "2026-03-02T09:00:00Z",
+        "completed_at": None,
+        "agent_id": _AGENT_ID,
+        "thread_id": _THREAD_ID,
+        "created_at": "2026-03-01T10:15:03Z",
+        "updated_at": "2026-03-01T10:15:03Z",
+    },
+    "ProblemDetail": {
+        "type": "about:blank",
+        "title": "Bad Request",
+        "status": 400,
+        "detail": "Validation failed for POST /api/threads/{thread_id}/messages",
+        "errors": [
+            {"field": "content", "message": "Expected `str` of length >= 1", "source": "body"}
+        ],
     },
 }
 

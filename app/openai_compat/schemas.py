@@ -49,7 +49,7 @@ class CompletionOptions(msgspec.Struct, kw_only=True):
     ] = None
 
 
-class ChatCompletionRequest(msgspec.Struct, kw_only=True):
+class ChatCompletionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """`model` is an agent (`GET /v1/models`: its id, or its name); the last `user`
     message is the new message of the run."""
 

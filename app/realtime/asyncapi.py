@@ -10,8 +10,7 @@ import json
 import sys
 from typing import Any
 
-import msgspec
-
+from app.lib.struct_schema import REF_TEMPLATE, struct_components
 from app.realtime import events
 from app.settings import PROJECT_ROOT
 
@@ -67,13 +66,42 @@ def _tag(struct: type[events.Frame]) -> str:
     return str(struct.__struct_config__.tag)
 
 
+def _ref(struct: type) -> str:
+    return REF_TEMPLATE.format(name=struct.__name__)
+
+
+def _tagged_union(structs: list[type[events.Frame]], description: str) -> dict[str, Any]:
+    """One schema for every frame of a direction, switching on `type`: generators make an
+    enum with a case per frame (not one struct of optionals)."""
+    return {
+        "description": description,
+        "oneOf": [{"$ref": _ref(s)} for s in structs],
+        "discriminator": {
+            "propertyName": "type",
+            "mapping": {_tag(s): _ref(s) for s in structs},
+        },
+    }
+
+
+def frame_components() -> dict[str, dict[str, Any]]:
+    """The frames' schemas (and those they contain), `ClientFrame` and `ServerFrame`.
+
+    Also components of openapi/openapi.json, so an app generating its models from that
+    one document gets the frame types too.
+    """
+    schemas = struct_components(CLIENT_FRAMES + SERVER_FRAMES)  # `type`: a const per frame
+    schemas["ClientFrame"] = _tagged_union(CLIENT_FRAMES, "A frame the client sends.")
+    schemas["ServerFrame"] = _tagged_union(SERVER_FRAMES, "A frame the server sends.")
+    return schemas
+
+
 def _message(struct: type[events.Frame]) -> dict[str, Any]:
     return {
         "name": _tag(struct),
         "title": struct.__name__,
         "summary": (struct.__doc__ or "").strip(),
         "contentType": "application/json",
-        "payload": {"$ref": f"#/components/schemas/{struct.__name__}"},
+        "payload": {"$ref": _ref(struct)},
     }
 
 
@@ -88,7 +116,7 @@ def _operation(action: str, structs: list[type[events.Frame]], summary: str) -> 
 
 def build_document() -> dict[str, Any]:
     structs = CLIENT_FRAMES + SERVER_FRAMES
-    _, schemas = msgspec.json.schema_components(structs, ref_template="#/components/schemas/{name}")
+    schemas = frame_components()
     return {
         "asyncapi": "3.0.0",
         "info": {"title": "Toolcells realtime API", "version": "1.0.0", "description": DESCRIPTION},

@@ -53,7 +53,12 @@ class ToolActivity(Schema):
         super().__post_init__()
 
 
-class ThreadMessageRead(Schema):
+class ThreadMessageRead(Schema, kw_only=True, omit_defaults=True):
+    """A thread message; `tool_activity` is present on a tool call's message only."""
+
+    # Left out rather than null elsewhere: an optional `$ref` is the one form of a nullable
+    # object every client generator reads (app/lib/openapi.py, OmittedNullStructSchemaPlugin).
+
     id: UUID
     thread_id: UUID
     run_id: UUID | None
@@ -63,8 +68,8 @@ class ThreadMessageRead(Schema):
     content: str | None
     is_user_facing: bool
     client_message_id: str | None
-    tool_activity: ToolActivity | None
-    plan: Plan | None  # a planner run's plan cell (app/threads/plan.py)
+    tool_activity: ToolActivity | None = None
+    plan: Plan | None = None  # a planner run's plan cell (app/threads/plan.py)
     created_at: datetime
     updated_at: datetime
 

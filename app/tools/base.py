@@ -15,6 +15,7 @@ from uuid import UUID
 import msgspec
 
 from app.lib.problems import ProblemException
+from app.lib.schema import Schema
 from app.tools.errors import ErrorType, error_type_for_status
 from app.tools.schema import action_fields, merged_parameters_schema, params_hint
 
@@ -24,6 +25,15 @@ if TYPE_CHECKING:
 
     from app.db.models import Agent, User
     from app.settings import Settings
+
+
+class ToolData(Schema, tag_field="type"):
+    """The `data` of a successful call, one Struct per kind (`type`, its tag).
+
+    A tool declares the Struct of each action in `Tool.results`; GET /api/tools publishes
+    them per action and openapi/openapi.json has them as components, so an app decodes a
+    cell's `data` into a type. Built from these Structs, the data cannot drift from them.
+    """
 
 
 class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -43,8 +53,10 @@ class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     @classmethod
     def success(
-        cls, data: dict[str, Any] | None = None, display_message: str | None = None
+        cls, data: ToolData | dict[str, Any] | None = None, display_message: str | None = None
     ) -> ToolResult:
+        if isinstance(data, ToolData):
+            data = msgspec.to_builtins(data)
         return cls(ok=True, data=data or {}, display_message=display_message)
 
     @classmethod
@@ -143,6 +155,8 @@ class Tool:
     # Actions without side effects: a later side-effecting call drops their cached results.
     read_only_actions: ClassVar[frozenset[str]] = frozenset()
     timeout_seconds: ClassVar[float] = 30
+    # The Struct of each action's successful `data` (published in GET /api/tools).
+    results: ClassVar[dict[str, type[ToolData]]] = {}
     # Shown in `required_param` errors: one example call per action.
     examples: ClassVar[dict[str, dict[str, Any]]] = {}
     # One line for GET /api/tools; None: derived from the JSON Schema.

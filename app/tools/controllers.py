@@ -27,11 +27,14 @@ class ToolRead(Schema):
     confirmation_actions: list[str]
     non_user_facing_actions: list[str]
     agent_types: list[str]
+    # The JSON Schema of a successful call's `data`, per action: a `$ref` to a component of
+    # /schema/openapi.json (TaskToolResult, WebSearchResult, …).
+    result_schemas: dict[str, dict[str, str]]
     # "device": the phone runs the tool; its cell waits as `awaiting_device` until the
     # app posts the output (validated against `result_schema`) to …/messages/{id}/result.
     executor: Literal["server", "device"] = "server"
     timeout_seconds: float = 30
-    result_schema: dict[str, object] | None = None
+    result_schema: dict[str, object] = {}  # device tools; {} for server tools
 
 
 class ToolList(Schema):

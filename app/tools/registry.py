@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from app.lib.struct_schema import REF_TEMPLATE, struct_components
 from app.tools.base import Tool
 from app.tools.device import DeviceToolSpec
 from app.tools.schema import params_hint
@@ -26,11 +27,13 @@ class ToolCatalogEntry(msgspec.Struct, kw_only=True):
     requires_confirmation: bool  # true when the tool, or any of its actions, asks first
     confirmation_actions: list[str]  # the actions that ask the user before running
     non_user_facing_actions: list[str]
-    timeout_seconds: float  # device tools: how long the call waits for the phone
+    timeout_seconds: float
+    # action -> {"$ref": "#/components/schemas/<its ToolData Struct>"} (openapi/openapi.json)
+    result_schemas: dict[str, dict[str, str]]
     # "server": runs here; "device": the phone runs it (the cell waits as awaiting_device
     # until the app posts the result to …/messages/{message_id}/result).
     executor: Literal["server", "device"] = "server"
-    result_schema: dict[str, Any] | None = None  # device tools: the output the app posts
+    result_schema: dict[str, Any] = {}  # device tools: the output the app posts ({}: any)
 
 
 class ToolRegistry:
@@ -46,6 +49,9 @@ class ToolRegistry:
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
 
     def names(self) -> list[str]:
         return list(self._tools)
@@ -83,6 +89,10 @@ def _catalog_entry(tool: Tool) -> ToolCatalogEntry:
         confirmation_actions=confirm,
         non_user_facing_actions=sorted(tool.non_user_facing_actions),
         timeout_seconds=tool.timeout_seconds,
+        result_schemas={
+            action: {"$ref": REF_TEMPLATE.format(name=struct.__name__)}
+            for action, struct in tool.results.items()
+        },
     )
 
 
@@ -99,8 +109,15 @@ def _device_entry(spec: DeviceToolSpec) -> ToolCatalogEntry:
         non_user_facing_actions=[],
         timeout_seconds=spec.timeout_seconds,
         executor="device",
-        result_schema=spec.result_schema,
+        result_schema=spec.result_schema or {},
+        result_schemas={},
     )
+
+
+def result_components(tools: Iterable[Tool]) -> dict[str, dict[str, Any]]:
+    """The schemas of every tool's result Structs, as OpenAPI components."""
+    structs = {s for tool in tools for s in tool.results.values()}
+    return struct_components(sorted(structs, key=lambda s: s.__name__))
 
 
 def builtin_tools() -> list[Tool]:

@@ -58,7 +58,7 @@ async def test_a_surviving_peer_ends_the_cells_of_a_killed_one_within_seconds(
             assert run["status"] == "failed"
             assert run["error"] == "Interrupted: the process running this run stopped responding."
             items = (await b.get(messages_url)).json()["items"]
-            cell = next(m["tool_activity"] for m in items if m["tool_activity"])
+            cell = next(m["tool_activity"] for m in items if "tool_activity" in m)
             assert cell["status"] == "failure" and cell["error_type"] == "system_error"
     finally:
         for server in (doomed, survivor):

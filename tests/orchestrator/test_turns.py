@@ -6,6 +6,7 @@ import json
 
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
+from tests.support.result_schemas import assert_matches_result_schema
 
 BOTH_DOORS = True  # every test runs through both paths of the model door
 
@@ -77,3 +78,20 @@ async def test_offline_demo_model_makes_real_tool_calls(api: OrchestratorApi) ->
     _, run = await api.turn("hello", thread_id=thread_id)
     assert "offline demo model" in (await api.messages(thread_id))[-1]["content"]
     assert api.llm.requests == []  # nothing went to the network
+
+
+async def test_offline_demo_model_searches_without_a_search_service(api: OrchestratorApi) -> None:
+    """No WEB_SEARCH_URL: the demo model's "search for …" answers from the offline index."""
+    agent = await api.add_agent(name="demo", agent_type="assistant", model="demo/tool-demo")
+    thread_id = await api.new_thread(agent.id)
+    _, run = await api.turn("search for litestar websockets", thread_id=thread_id)
+    assert run["status"] == "completed", run
+    [tool] = await api.tool_messages(thread_id)
+    activity = tool["tool_activity"]
+    assert activity["name"] == "web" and activity["status"] == "success", activity
+    assert activity["display_message"] == "1 demo result(s) (offline)"
+    assert activity["data"]["results"][0]["title"] == "Litestar documentation"
+    assert_matches_result_schema("web", "search", activity["data"])
+    answer = (await api.messages(thread_id))[-1]["content"]
+    assert answer == "I found: Litestar documentation."
+    assert api.llm.requests == []

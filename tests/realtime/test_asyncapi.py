@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import json
 
-from app.realtime.asyncapi import ASYNCAPI_PATH, build_document, render
+from app.lib.openapi import SWIFT_REJECTED_FORMS, swift_rejected_forms
+from app.openapi_export import OPENAPI_FILE
+from app.realtime.asyncapi import (
+    ASYNCAPI_PATH,
+    CLIENT_FRAMES,
+    SERVER_FRAMES,
+    build_document,
+    frame_components,
+    render,
+)
 
 
 def test_committed_asyncapi_document_is_current() -> None:
@@ -17,10 +26,50 @@ def test_document_covers_every_frame_type() -> None:
     document = build_document()
     assert set(document["channels"]["ws"]["messages"]) == {
         "subscribe", "unsubscribe", "ping",
-        "message", "subscribed", "delta", "run", "reset", "pong", "error",
+        "message", "subscribed", "delta", "tool_output", "run", "reset", "pong", "error",
     }  # fmt: skip
     for ref in json.dumps(document).split('"$ref": "')[1:]:
         path = ref.split('"', 1)[0].removeprefix("#/").split("/")
         node = document
         for part in path:
             node = node[part]  # every reference resolves
+
+
+def test_server_frames_are_one_union_tagged_by_type() -> None:
+    schemas = build_document()["components"]["schemas"]
+    for union, frames in (("ServerFrame", SERVER_FRAMES), ("ClientFrame", CLIENT_FRAMES)):
+        discriminator = schemas[union]["discriminator"]
+        assert discriminator["propertyName"] == "type"
+        mapping = discriminator["mapping"]
+        assert [m["$ref"] for m in schemas[union]["oneOf"]] == list(mapping.values())
+        for frame in frames:
+            tag = frame.__struct_config__.tag
+            assert mapping[tag] == f"#/components/schemas/{frame.__name__}"
+            schema = schemas[frame.__name__]
+            assert schema["properties"]["type"] == {"type": "string", "const": tag}
+            assert "type" in schema["required"]
+
+
+def test_frames_are_in_forms_swift_generators_read() -> None:
+    document = build_document()
+    found = swift_rejected_forms(document)
+    assert not found, [f"{where}: {SWIFT_REJECTED_FORMS[form]}" for where, form in found]
+    message = document["components"]["schemas"]["ThreadMessageRead"]
+    assert message["properties"]["created_at"] == {"type": "string", "format": "date-time"}
+    assert message["properties"]["tool_activity"] == {"$ref": "#/components/schemas/ToolActivity"}
+
+
+def test_the_openapi_document_carries_the_frames_too() -> None:
+    """One generator run over openapi/openapi.json gives an app the frame types as well."""
+    schemas = json.loads(OPENAPI_FILE.read_text())["components"]["schemas"]
+    for name, schema in frame_components().items():
+        # Litestar's own (the message read schema and the types inside it)
+        if name not in (
+            "ThreadMessageRead",
+            "RunRead",
+            "ToolActivity",
+            "Plan",
+            "PlanStep",
+            "PlanStepStatus",
+        ):
+            assert schemas[name] == schema, name

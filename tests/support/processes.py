@@ -92,7 +92,7 @@ async def run_until_tool_runs(http: httpx.AsyncClient, agent_id: Any) -> tuple[s
 
     async def tool_running() -> bool:
         items = (await http.get(messages_url)).json()["items"]
-        return any((m["tool_activity"] or {}).get("status") == "in_progress" for m in items)
+        return any(m.get("tool_activity", {}).get("status") == "in_progress" for m in items)
 
     await until(tool_running, timeout=60)
     return messages_url, f"/api/threads/{thread['id']}/runs/{posted['run']['id']}"

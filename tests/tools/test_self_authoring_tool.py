@@ -20,6 +20,7 @@ async def test_view_one_field(harness: ToolHarness) -> None:
         "action": "view",
         "field": "system_prompt",
         "value": "You are a test agent.",
+        "values": None,
         "agent": harness.ctx.agent.name,
     }
 

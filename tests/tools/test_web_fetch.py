@@ -8,6 +8,7 @@ import pytest
 
 from app.tools.builtin.web import WebTool
 from app.tools.net.fetch import FetchPolicy
+from tests.support.result_schemas import assert_matches_result_schema
 from tests.tools.http_servers import Response, html, redirect
 from tests.tools.web_support import WebEnv
 
@@ -140,3 +141,11 @@ async def test_allow_hosts_come_from_settings(web: WebEnv, site) -> None:
     harness.ctx.settings = dataclasses.replace(harness.ctx.settings, web_fetch_allow_hosts=())
     result = await web.fetch(f"{base}/page")
     assert result.error_type == "security_error"
+
+
+async def test_a_fetched_page_matches_the_published_schema(web: WebEnv, site) -> None:
+    base, _ = site
+    for path in ("/moved", "/plain"):
+        result = await web.fetch(f"{base}{path}")
+        assert result.ok, result
+        assert_matches_result_schema("web", "fetch", result.data)

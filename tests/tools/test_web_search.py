@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from tests.support.result_schemas import assert_matches_result_schema
 from tests.tools.conftest import ToolHarness
 from tests.tools.http_servers import Response
 
@@ -86,9 +87,27 @@ async def test_search_unreachable_and_unconfigured(harness: ToolHarness, start_s
     unreachable = await harness.call("web", {"action": "search", "query": "x"})
     assert unreachable.error_type == "system_error" and "could not be reached" in unreachable.error
     harness.new_run()
-    harness.ctx.settings = dataclasses.replace(harness.ctx.settings, web_search_url=None)
+    harness.ctx.settings = dataclasses.replace(
+        harness.ctx.settings, web_search_url=None, llm_model="openai/gpt-4o"
+    )
+    harness.ctx.agent.model = None
     unconfigured = await harness.call("web", {"action": "search", "query": "x"})
     assert unconfigured.error_type == "system_error" and "not configured" in unconfigured.error
+
+
+async def test_the_demo_model_searches_offline(harness: ToolHarness) -> None:
+    """Without WEB_SEARCH_URL, an agent on the demo model gets results from a fixed index."""
+    harness.ctx.settings = dataclasses.replace(
+        harness.ctx.settings, web_search_url=None, llm_model="demo/tool-demo"
+    )
+    harness.ctx.agent.model = None
+    found = await harness.call("web", {"action": "search", "query": "Swift OpenAPI"})
+    assert found.ok and found.display_message == "1 demo result(s) (offline)"
+    assert [r["title"] for r in found.data["results"]] == ["Swift OpenAPI Generator"]
+    assert_matches_result_schema("web", "search", found.data)
+    harness.new_run()
+    nothing = await harness.call("web", {"action": "search", "query": "zzz"})
+    assert [r["title"] for r in nothing.data["results"]] == ["SearXNG documentation"]
 
 
 async def test_search_param_errors(harness: ToolHarness) -> None:
@@ -96,3 +115,8 @@ async def test_search_param_errors(harness: ToolHarness) -> None:
     assert missing.details["required_param"] == "query"
     wrong = await harness.call("web", {"action": "search", "query": 42})
     assert wrong.details["errors"] == [{"field": "query", "message": "Expected `str`, got `int`"}]
+
+
+async def test_search_results_match_the_published_schema(searching: ToolHarness) -> None:
+    result = await searching.call("web", {"action": "search", "query": "schema"})
+    assert_matches_result_schema("web", "search", result.data)

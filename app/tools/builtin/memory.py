@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from datetime import datetime
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import msgspec
 
+from app.db.models import Memory
+from app.lib.schema import Schema
 from app.memories import services
 from app.memories.serializers import memory_data
-from app.tools.base import Tool, ToolContext, ToolResult
+from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 
 Content = Annotated[
     str, msgspec.Meta(min_length=1, max_length=10_000, description="What to remember.")
@@ -53,6 +56,45 @@ class ForgetParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ValueError("forget needs exactly one of memory_id or key")
 
 
+class MemoryItem(Schema):
+    memory_id: UUID
+    key: str | None
+    content: str
+    tags: list[str]
+    updated_at: datetime | None
+
+
+class MemoryToolResult(ToolData, tag="memory", kw_only=True, omit_defaults=True):
+    """A memory saved (`created`: new rather than replaced) or forgotten."""
+
+    action: Literal["save", "forget"]
+    created: bool | None = None  # save only
+    memory_id: UUID
+    key: str | None
+    content: str
+    tags: list[str]
+    updated_at: datetime | None
+
+
+class MemoryListResult(ToolData, tag="memories", kw_only=True, omit_defaults=True):
+    """Memories recalled (by key or most recent) or found by a search (`query`)."""
+
+    action: Literal["recall", "search"]
+    query: str | None = None  # search only
+    memories: list[MemoryItem]
+    count: int
+
+
+def _item(memory: Memory) -> MemoryItem:
+    return msgspec.convert(memory_data(memory), MemoryItem)
+
+
+def _memory_result(
+    action: Literal["save", "forget"], memory: Memory, **extra: Any
+) -> MemoryToolResult:
+    return msgspec.convert({"action": action, **memory_data(memory), **extra}, MemoryToolResult)
+
+
 class MemoryTool(Tool):
     name = "memory"
     description = (
@@ -64,6 +106,12 @@ class MemoryTool(Tool):
         "recall": RecallParams,
         "search": SearchParams,
         "forget": ForgetParams,
+    }
+    results = {
+        "save": MemoryToolResult,
+        "recall": MemoryListResult,
+        "search": MemoryListResult,
+        "forget": MemoryToolResult,
     }
     # Recall is bookkeeping for the model: stored and synced, but the phone shows no cell.
     non_user_facing_actions = frozenset({"recall"})
@@ -84,12 +132,7 @@ class MemoryTool(Tool):
                 session, ctx.user.id, content=params.content.strip(), key=params.key,
                 tags=params.tags, agent_id=ctx.agent.id,
             )  # fmt: skip
-        data = {
-            "type": "memory",
-            "action": "save",
-            "created": created,
-            **memory_data(memory),
-        }
+        data = _memory_result("save", memory, created=created)
         return ToolResult.success(
             data, display_message="Saved to memory" if created else "Memory updated"
         )
@@ -110,18 +153,19 @@ class MemoryTool(Tool):
                 suggestion="Use search with a few words, or recall without a key for recent ones.",
                 key=params.key,
             )
-        memories = [memory_data(m) for m in rows]
-        return ToolResult.success({"type": "memories", "action": "recall", "memories": memories,
-                                   "count": len(memories)})  # fmt: skip
+        memories = [_item(m) for m in rows]
+        data = MemoryListResult(action="recall", memories=memories, count=len(memories))
+        return ToolResult.success(data)
 
     async def search_action(self, ctx: ToolContext, params: SearchParams) -> ToolResult:
         async with ctx.transaction() as session:
             rows = await services.search_memories(
                 session, ctx.user.id, params.query, params.limit or 10
             )
-        memories = [memory_data(m) for m in rows]
-        data = {"type": "memories", "action": "search", "query": params.query,
-                "memories": memories, "count": len(memories)}  # fmt: skip
+        memories = [_item(m) for m in rows]
+        data = MemoryListResult(
+            action="search", query=params.query, memories=memories, count=len(memories)
+        )
         return ToolResult.success(data, display_message=f"{len(memories)} memory match(es)")
 
     async def forget_action(self, ctx: ToolContext, params: ForgetParams) -> ToolResult:
@@ -136,6 +180,6 @@ class MemoryTool(Tool):
                     "user_error",
                     suggestion="Use search or recall to find the memory_id.",
                 )
-            data = {"type": "memory", "action": "forget", **memory_data(memory)}
+            data = _memory_result("forget", memory)
             await services.delete_memory(session, memory)
         return ToolResult.success(data, display_message="Forgot a memory")

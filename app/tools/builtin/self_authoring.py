@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -10,7 +10,7 @@ from app.agents import services
 from app.agents.schemas import NAME_MAX_LENGTH, PROMPT_MAX_LENGTH
 from app.db.models import Agent
 from app.lib.problems import ProblemException
-from app.tools.base import Tool, ToolContext, ToolResult
+from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 
 FIELDS = ("name", "system_prompt", "reflection_prompt", "memory_reflection_prompt")
 # The limits of PATCH /api/agents/{id}, checked first for a message about `value`;
@@ -33,6 +33,16 @@ class UpdateParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     value: Annotated[str, msgspec.Meta(max_length=PROMPT_MAX_LENGTH, description="The new value.")]
 
 
+class AgentConfigResult(ToolData, tag="config"):
+    """The agent's settings: a `field` and its `value`, or (view all) every field in `values`."""
+
+    action: Literal["view", "update"]
+    agent: str
+    field: str | None
+    value: str | None
+    values: dict[str, str | None] | None
+
+
 class SelfAuthoringTool(Tool):
     name = "self_authoring"
     description = (
@@ -40,6 +50,7 @@ class SelfAuthoringTool(Tool):
         "update (field, value). Fields: " + ", ".join(FIELDS) + ". Unset values are null."
     )
     actions = {"view": ViewParams, "update": UpdateParams}
+    results = {"view": AgentConfigResult, "update": AgentConfigResult}
     read_only_actions = frozenset({"view"})
     timeout_seconds = 10
     examples = {
@@ -54,8 +65,9 @@ class SelfAuthoringTool(Tool):
             return _agent_gone()
         if params.field is None:
             values = {f: getattr(agent, f) for f in FIELDS}
-            return ToolResult.success({"type": "config", "action": "view", "agent": agent.name,
-                                       "values": values})  # fmt: skip
+            return ToolResult.success(AgentConfigResult(
+                action="view", agent=agent.name, field=None, value=None, values=values
+            ))  # fmt: skip
         return ToolResult.success(_config("view", agent, params.field))
 
     async def update_action(self, ctx: ToolContext, params: UpdateParams) -> ToolResult:
@@ -89,9 +101,10 @@ class SelfAuthoringTool(Tool):
 _SUGGESTIONS = {409: "Pick another name.", 400: "Fix the value and call update again."}
 
 
-def _config(action: str, agent: Agent, field: str) -> dict[str, Any]:
-    return {"type": "config", "action": action, "field": field,
-            "value": getattr(agent, field), "agent": agent.name}  # fmt: skip
+def _config(action: Literal["view", "update"], agent: Agent, field: str) -> AgentConfigResult:
+    return AgentConfigResult(
+        action=action, agent=agent.name, field=field, value=getattr(agent, field), values=None
+    )
 
 
 def _check_value(field: str, value: str) -> ToolResult | None:

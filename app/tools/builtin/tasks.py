@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 from uuid import UUID
 
 import msgspec
 
 from app.db.models import Task
+from app.lib.schema import Schema
 from app.tasks import services
 from app.tasks.schemas import TaskNotes, TaskTitle
-from app.tools.base import Tool, ToolContext, ToolResult
+from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 
 # The limits of the tasks API (TaskTitle, TaskNotes), described for the model.
 Title = Annotated[TaskTitle, msgspec.Meta(description="Task title.")]
@@ -54,15 +55,41 @@ class ListParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ) = None
 
 
-def task_data(task: Task, kind: str = "task") -> dict[str, Any]:
-    return {
-        "type": kind,
-        "task_id": str(task.id),
-        "task_title": task.title,
-        "task_status": task.status,
-        "notes": task.notes,
-        "due_at": task.due_at.isoformat() if task.due_at else None,
-    }
+TaskStatus = Literal["active", "completed"]
+
+
+class TaskToolResult(ToolData, tag="task"):
+    """A task created, updated or completed."""
+
+    task_id: UUID
+    task_title: str
+    task_status: TaskStatus
+    notes: str | None
+    due_at: datetime | None
+
+
+class TaskSummary(Schema):
+    task_id: UUID
+    task_title: str
+    task_status: TaskStatus
+
+
+class TaskListResult(ToolData, tag="task_list"):
+    """The user's tasks with one status (or all), newest first."""
+
+    status: Literal["active", "completed", "all"]
+    tasks: list[TaskSummary]
+    count: int
+
+
+def task_data(task: Task) -> TaskToolResult:
+    return TaskToolResult(
+        task_id=task.id,
+        task_title=task.title,
+        task_status=cast("TaskStatus", task.status),
+        notes=task.notes,
+        due_at=task.due_at,
+    )
 
 
 class TasksTool(Tool):
@@ -76,6 +103,12 @@ class TasksTool(Tool):
         "update": UpdateParams,
         "complete": CompleteParams,
         "list": ListParams,
+    }
+    results = {
+        "create": TaskToolResult,
+        "update": TaskToolResult,
+        "complete": TaskToolResult,
+        "list": TaskListResult,
     }
     read_only_actions = frozenset({"list"})
     timeout_seconds = 15
@@ -138,10 +171,10 @@ class TasksTool(Tool):
                 session, ctx.user, None if status == "all" else status, params.limit or 20, None
             )
         tasks = [
-            {"task_id": str(t.id), "task_title": t.title, "task_status": t.status}
+            TaskSummary(task_id=t.id, task_title=t.title, task_status=cast("TaskStatus", t.status))
             for t in page.items
         ]
-        data = {"type": "task_list", "status": status, "tasks": tasks, "count": len(tasks)}
+        data = TaskListResult(status=status, tasks=tasks, count=len(tasks))
         return ToolResult.success(data, display_message=f"{len(tasks)} {status} task(s)")
 
     async def _change(

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import ssl
-from typing import Annotated, Any
+from typing import Annotated
 
 import httpx
 import msgspec
 
-from app.tools.base import Tool, ToolContext, ToolResult
-from app.tools.builtin.web_fetch import bytes_reporter, fetch_page
+from app.lib.schema import Schema
+from app.tools.base import Tool, ToolContext, ToolData, ToolResult
+from app.tools.builtin.demo_search import demo_hits, uses_demo_search
+from app.tools.builtin.web_fetch import WebFetchResult, bytes_reporter, fetch_page
 from app.tools.net.fetch import FetchPolicy, SafeFetcher
 from app.tools.net.resolver import Resolver
 from app.tools.net.ssrf import normalize_host
@@ -30,6 +32,20 @@ class FetchParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ]
 
 
+class WebSearchHit(Schema):
+    url: str
+    title: str
+    snippet: str
+
+
+class WebSearchResult(ToolData, tag="search_results"):
+    """The first results of a web search; `total_results` as the search service counts."""
+
+    query: str
+    results: list[WebSearchHit]
+    total_results: int
+
+
 class WebTool(Tool):
     name = "web"
     description = (
@@ -37,6 +53,7 @@ class WebTool(Tool):
         "Fetch returns the page as readable text."
     )
     actions = {"search": SearchParams, "fetch": FetchParams}
+    results = {"search": WebSearchResult, "fetch": WebFetchResult}
     read_only_actions = frozenset({"search", "fetch"})
     timeout_seconds = 45
     examples = {"search": {"query": "litestar websockets"}, "fetch": {"url": "https://example.com"}}
@@ -50,6 +67,8 @@ class WebTool(Tool):
 
     async def search_action(self, ctx: ToolContext, params: SearchParams) -> ToolResult:
         base = ctx.settings.web_search_url
+        if uses_demo_search(ctx):
+            return _demo_results(params.query)
         if not base:
             return ToolResult.failure(
                 "Web search is not configured on this server.", "system_error"
@@ -100,6 +119,12 @@ class WebTool(Tool):
         return await fetch_page(ctx, fetcher, params.url)
 
 
+def _demo_results(query: str) -> ToolResult:
+    hits = [WebSearchHit(url=u, title=t, snippet=s) for u, t, s in demo_hits(query)]
+    data = WebSearchResult(query=query, results=hits, total_results=len(hits))
+    return ToolResult.success(data, display_message=f"{len(hits)} demo result(s) (offline)")
+
+
 def _search_endpoint(base: str) -> str:
     base = base.rstrip("/")
     return base if base.endswith("/search") else f"{base}/search"
@@ -122,10 +147,10 @@ def _search_results(query: str, body: bytes) -> ToolResult:
     except msgspec.DecodeError:
         return ToolResult.failure("Invalid response from the search service.", "system_error",
                                   query=query)  # fmt: skip
-    results: list[dict[str, Any]] = [
-        {"url": hit.url, "title": hit.title, "snippet": hit.content or ""}
+    results = [
+        WebSearchHit(url=hit.url, title=hit.title, snippet=hit.content or "")
         for hit in answer.results[:RESULT_LIMIT]
     ]
     total = int(answer.number_of_results) if answer.number_of_results else len(answer.results)
-    data = {"type": "search_results", "query": query, "results": results, "total_results": total}
+    data = WebSearchResult(query=query, results=results, total_results=total)
     return ToolResult.success(data, display_message=f"{len(results)} result(s) for “{query}”")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
 
 from app.lib.time import utcnow
-from app.tools.base import ToolContext, ToolResult
+from app.tools.base import ToolContext, ToolData, ToolResult
 from app.tools.net.fetch import BytesReceived, FetchBlocked, FetchFailed, RawPage, SafeFetcher
 from app.tools.net.readable import decode, html_title, html_to_text, is_html, is_text
 
@@ -60,24 +60,36 @@ def bytes_reporter(ctx: ToolContext) -> BytesReceived:
     return report
 
 
-def page_data(requested: str, page: RawPage) -> dict[str, Any]:
+class WebFetchResult(ToolData, tag="fetched_page"):
+    """A page as readable text: `url` after redirects, `content` cut at 40,000 characters."""
+
+    url: str
+    requested_url: str
+    redirects: list[str]
+    status: int
+    title: str | None
+    content: str
+    truncated: bool
+    fetched_at: datetime
+
+
+def page_data(requested: str, page: RawPage) -> WebFetchResult:
     text = decode(page.body, page.encoding)
     title = None
     if is_html(page.content_type, text):
         title = html_title(text)
         text = html_to_text(text)
     truncated = page.truncated or len(text) > MAX_CONTENT_CHARS
-    return {
-        "type": "fetched_page",
-        "url": page.url,
-        "requested_url": requested,
-        "redirects": page.redirects,
-        "status": page.status,
-        "title": title,
-        "content": text[:MAX_CONTENT_CHARS],
-        "truncated": truncated,
-        "fetched_at": utcnow().isoformat(),
-    }
+    return WebFetchResult(
+        url=page.url,
+        requested_url=requested,
+        redirects=list(page.redirects),
+        status=page.status,
+        title=title,
+        content=text[:MAX_CONTENT_CHARS],
+        truncated=truncated,
+        fetched_at=utcnow(),
+    )
 
 
 def _display(page: RawPage) -> str:
