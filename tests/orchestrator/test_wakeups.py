@@ -108,7 +108,9 @@ async def post(http: httpx.AsyncClient, user: ApiUser) -> tuple[str, str]:
 async def cell_with(http: httpx.AsyncClient, messages_url: str, status: str) -> dict[str, Any]:
     async def found() -> dict[str, Any] | None:
         items = (await http.get(messages_url)).json()["items"]
-        return next((m for m in items if (m.get("tool_activity") or {}).get("status") == status), None)
+        return next(
+            (m for m in items if (m.get("tool_activity") or {}).get("status") == status), None
+        )
 
     return await until(found, timeout=60)
 
