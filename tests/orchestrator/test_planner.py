@@ -41,7 +41,7 @@ async def planner_thread(api: OrchestratorApi) -> str:
 
 
 def plan_message(messages: list[dict]) -> dict:
-    [message] = [m for m in messages if m["plan"] is not None]
+    [message] = [m for m in messages if m.get("plan") is not None]
     return message
 
 
