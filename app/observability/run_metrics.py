@@ -18,9 +18,7 @@ class RunMetricsSink(changes.ChangeSink):
     def run_changed(self, run: RunRead) -> None:
         if run.status not in ENDED:
             return
-        seconds = None
-        if run.finished_at is not None:
-            seconds = (run.finished_at - run.created_at).total_seconds()
+        seconds = run.duration_ms / 1000 if run.duration_ms is not None else None
         metrics.run_ended(run.status, seconds)
 
 

@@ -83,6 +83,15 @@ class RunRead(Schema):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    # Once ended: from the message that queued it to its end (the times above are whole
+    # seconds, which a turn of a few hundred milliseconds would read as 0).
+    duration_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.duration_ms is None and self.finished_at is not None:
+            elapsed = self.finished_at - self.created_at
+            self.duration_ms = max(0, round(elapsed.total_seconds() * 1000))
+        super().__post_init__()
 
 
 class RunStep(Schema):
@@ -123,7 +132,7 @@ class RunTrace(Schema):
     tool_results: list[RunToolResult]
 
 
-class RunDetail(RunRead):
+class RunDetail(RunRead, kw_only=True):
     """A run with its trace (`GET …/runs/{run_id}`)."""
 
     steps: list[RunStep]
