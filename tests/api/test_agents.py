@@ -120,3 +120,19 @@ async def test_update_agent_checks_the_patch_rules_for_every_caller(
     assert refused.value.status_code == 400
     assert [e["field"] for e in refused.value.extra["errors"]] == ["name"]
     assert alice.agent.name != "n" * 101
+
+
+async def test_enabled_must_be_a_json_boolean(client: AsyncClient, alice: ApiUser) -> None:
+    """Bodies are converted leniently; `enabled: 0` must not pass as false."""
+    body = {"name": "Strict", "agent_type": "assistant", "enabled": 0}
+    refused = await client.post("/api/agents", json=body, headers=alice.headers)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["errors"][0]["field"] == "enabled"
+    created = await client.post(
+        "/api/agents", json={**body, "enabled": False}, headers=alice.headers
+    )
+    assert created.status_code == 201 and created.json()["enabled"] is False
+    patched = await client.patch(
+        f"/api/agents/{created.json()['id']}", json={"enabled": "true"}, headers=alice.headers
+    )
+    assert patched.status_code == 400
