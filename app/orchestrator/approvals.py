@@ -14,10 +14,8 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Thread, ThreadMessage
-from app.lib.problems import ProblemException
-from app.lib.time import utcnow
 from app.orchestrator.notify import notify_after_commit
-from app.orchestrator.waits import locked_message
+from app.orchestrator.waits import waiting_message
 from app.threads import activity as cell
 from app.threads.schemas import ApprovalDecision
 from app.threads.writer import update_message
@@ -26,19 +24,15 @@ from app.threads.writer import update_message
 async def decide(
     session: AsyncSession, thread: Thread, message_id: UUID, decision: ApprovalDecision
 ) -> ThreadMessage:
-    message = await locked_message(session, thread.id, message_id)
-    if message is None:
-        raise ProblemException(404, "Message not found.")
+    message = await waiting_message(
+        session,
+        thread.id,
+        message_id,
+        cell.AWAITING_APPROVAL,
+        answered="This tool activity is not awaiting approval (it was already decided).",
+        expired="The approval request has expired.",
+    )
     activity = message.tool_activity or {}
-    if message.role != "tool" or not activity:
-        raise ProblemException(409, "This message is not a tool activity.")
-    if not cell.is_awaiting(activity):
-        raise ProblemException(
-            409, "This tool activity is not awaiting approval (it was already decided)."
-        )
-    expires = cell.expires_at(activity)
-    if expires is not None and expires <= utcnow():
-        raise ProblemException(409, "The approval request has expired.")
     if decision.approve:
         await update_message(session, message, tool_activity=cell.approved(activity))
     else:

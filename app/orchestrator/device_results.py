@@ -15,9 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Thread, ThreadMessage
 from app.lib.problems import ProblemException
-from app.lib.time import utcnow
 from app.orchestrator.notify import notify_after_commit
-from app.orchestrator.waits import locked_message
+from app.orchestrator.waits import waiting_message
 from app.threads import activity as cell
 from app.threads.schemas import DeviceToolResult
 from app.threads.writer import update_message
@@ -49,19 +48,15 @@ def _outcome(name: str, body: DeviceToolResult) -> ToolResult:
 async def submit_result(
     session: AsyncSession, thread: Thread, message_id: UUID, body: DeviceToolResult
 ) -> ThreadMessage:
-    message = await locked_message(session, thread.id, message_id)
-    if message is None:
-        raise ProblemException(404, "Message not found.")
+    message = await waiting_message(
+        session,
+        thread.id,
+        message_id,
+        cell.AWAITING_DEVICE,
+        answered="This tool activity is not waiting for the device (it was already answered).",
+        expired="This device tool call has expired.",
+    )
     activity = message.tool_activity or {}
-    if message.role != "tool" or not activity:
-        raise ProblemException(409, "This message is not a tool activity.")
-    if not cell.is_awaiting_device(activity):
-        raise ProblemException(
-            409, "This tool activity is not waiting for the device (it was already answered)."
-        )
-    expires = cell.expires_at(activity)
-    if expires is not None and expires <= utcnow():
-        raise ProblemException(409, "This device tool call has expired.")
     outcome = with_preview(_outcome(str(activity.get("name")), body))
     await update_message(
         session,

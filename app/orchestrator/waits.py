@@ -18,6 +18,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import ThreadMessage
+from app.lib.problems import ProblemException
 from app.lib.time import utcnow
 from app.threads import activity as cell
 from app.threads import repository
@@ -34,6 +35,31 @@ async def locked_message(
     return await session.scalar(
         repository.thread_message(thread_id, message_id).execution_options(populate_existing=True)
     )
+
+
+async def waiting_message(
+    session: AsyncSession,
+    thread_id: UUID,
+    message_id: UUID,
+    status: str,
+    *,
+    answered: str,
+    expired: str,
+) -> ThreadMessage:
+    """The tool message whose cell still waits in `status`, locked for its answer; else the
+    problem the client gets (404 unknown, 409 not a cell / `answered` / `expired`)."""
+    message = await locked_message(session, thread_id, message_id)
+    if message is None:
+        raise ProblemException(404, "Message not found.")
+    activity = message.tool_activity or {}
+    if message.role != "tool" or not activity:
+        raise ProblemException(409, "This message is not a tool activity.")
+    if cell.status_of(activity) != status:
+        raise ProblemException(409, answered)
+    expires = cell.expires_at(activity)
+    if expires is not None and expires <= utcnow():
+        raise ProblemException(409, expired)
+    return message
 
 
 async def _read(deps: RunnerDeps, message: ThreadMessage) -> ThreadMessage:
