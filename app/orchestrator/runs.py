@@ -151,15 +151,41 @@ async def finish_run(
 ) -> Run | None:
     """End a run we hold; None if the lease was lost (another process reaped it)."""
     run = await session.scalar(
-        update(Run)
-        .where(Run.id == run_id, Run.lease_owner == owner, Run.status == RunStatus.RUNNING.value)
-        .values(status=status.value, error=error, finished_at=utcnow(), lease_expires_at=None)
-        .returning(Run)
-        .execution_options(synchronize_session=False, populate_existing=True)
+        _finish_statement(changes.run_end_values()),
+        {"run_id": run_id, "owner": owner, "status": status.value, "error": error, "now": utcnow()},
     )
     if run is not None:
         changes.run_changed(session, run)
     return run
+
+
+_finish_statements: dict[tuple[tuple[str, int], ...], Any] = {}
+
+
+def _finish_statement(extra: dict[str, Any]) -> Any:
+    """Built once per set of hook values (one per process in practice): composing an
+    UPDATE costs more than running it, on every turn."""
+    key = tuple((name, id(value)) for name, value in extra.items())
+    statement = _finish_statements.get(key)
+    if statement is None:
+        statement = _finish_statements[key] = (
+            update(Run)
+            .where(
+                Run.id == bindparam("run_id"),
+                Run.lease_owner == bindparam("owner"),
+                Run.status == RunStatus.RUNNING.value,
+            )
+            .values(
+                status=bindparam("status"),
+                error=bindparam("error"),
+                finished_at=bindparam("now"),
+                lease_expires_at=None,
+                **extra,
+            )
+            .returning(Run)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+    return statement
 
 
 async def running_lease_owners(session: AsyncSession) -> list[str]:
@@ -211,6 +237,7 @@ async def _fail_running(
                 error=error,
                 finished_at=utcnow(),
                 lease_expires_at=None,
+                **changes.run_end_values(),
             )
             .returning(Run)
             .execution_options(synchronize_session=False, populate_existing=True)

@@ -1,12 +1,14 @@
 """Push events, written in the transaction of the change that causes them (the outbox).
 
 `PushHook` hears every run and message change inside its transaction
-(app/threads/changes.py) and adds a `PushEvent` row when a push may be due: a run ended
-(any way: alert for completed/failed, and the end of its Live Activities), or a tool call
-waits for the user (`awaiting_approval`, `awaiting_device`). The row commits with the
-change or not at all; after commit the sender is woken (app/db/outbox.on_commit) and fans
-the event out to devices. Whether anyone is watching is decided then, not here: this
-runs on every write and stays a few attribute reads when nothing is due.
+(app/threads/changes.py). A run's end (any way: alert for completed/failed, and the end of
+its Live Activities) is marked on the run row by the very UPDATE that ends it
+(`runs.push_due`, true only if a device not watching or a Live Activity may need it), so
+a turn that pushes nothing costs no statement more; the sender turns due runs into
+events (app/push/fanout.py). A tool call waiting for the user (`awaiting_approval`,
+`awaiting_device`) adds a `PushEvent` row. Either commits with the change or not at all;
+after commit the sender is woken (app/db/outbox.on_commit) and fans out to devices,
+checking again who is watching.
 
 `tool_waits(session, message)` is the one call for "a tool waits for the user": the hook
 makes it for every cell the writer stores in a waiting status; call it yourself only for
@@ -22,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import PushEvent, Run, ThreadMessage
 from app.db.outbox import on_commit
+from app.push import repository
 from app.threads import activity, changes
 
 ENDED = frozenset({"completed", "failed", "cancelled"})
@@ -49,20 +52,6 @@ def _add(session: AsyncSession, event: PushEvent) -> None:
     on_commit(session, _wake)
 
 
-def run_ended(session: AsyncSession, run: Run) -> None:
-    """The run ended (completed, failed, cancelled; reaped and timed-out runs are failed)."""
-    _add(
-        session,
-        PushEvent(
-            kind="run_ended",
-            event_key=f"run:{run.id}",
-            thread_id=run.thread_id,
-            run_id=run.id,
-            data={"status": run.status, "error": run.error},
-        ),
-    )
-
-
 def tool_waits(session: AsyncSession, message: ThreadMessage) -> None:
     """A tool call waits for the user: a time-sensitive alert (category APPROVAL_REQUEST or
     DEVICE_REQUEST by the cell's status) to devices of a user not watching the thread.
@@ -88,9 +77,12 @@ def tool_waits(session: AsyncSession, message: ThreadMessage) -> None:
 
 
 class PushHook(changes.TransactionHook):
+    def run_end_values(self) -> dict[str, Any]:
+        return {"push_due": repository.END_NEEDS_PUSH}
+
     def run_changed(self, session: AsyncSession, run: Run) -> None:
-        if run.status in ENDED:
-            run_ended(session, run)
+        if run.status in ENDED and run.push_due:
+            on_commit(session, _wake)
 
     def message_changed(self, session: AsyncSession, message: ThreadMessage) -> None:
         if message.tool_activity is not None and activity.status_of(message.tool_activity) in (

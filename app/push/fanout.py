@@ -1,6 +1,6 @@
 """Push events -> deliveries: who gets what, decided after commit.
 
-An event becomes one delivery per device of the thread's owner (alerts) or per open Live
+Ended runs marked `push_due` become `run_ended` events first. An event becomes one delivery per device of the thread's owner (alerts) or per open Live
 Activity of its run (`end`), inserted with ON CONFLICT DO NOTHING on (event_key, token):
 an event fanned out twice (two rows for one wait, a crash between two steps) still
 reaches each token once. Alerts go only to a user with no live socket on the thread.
@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 
 async def fan_out(session: AsyncSession, settings: Settings, *, postgres: bool) -> int:
     """Fan out a batch of pending events (in the caller's transaction); how many."""
+    promoted = await _promote_ended_runs(session, postgres)
     events = list(await session.scalars(repository.pending_events(postgres)))
     now = utcnow()
     rows: list[dict[str, Any]] = []
@@ -38,7 +39,27 @@ async def fan_out(session: AsyncSession, settings: Settings, *, postgres: bool) 
         await session.execute(
             insert.on_conflict_do_nothing(index_elements=["event_key", "token"]), rows
         )
-    return len(events)
+    return max(len(events), promoted)
+
+
+async def _promote_ended_runs(session: AsyncSession, postgres: bool) -> int:
+    """Runs whose end is due for push (`runs.push_due`) become `run_ended` events, in this
+    transaction: the flag and the event change together, so an end is fanned out once."""
+    runs = list(await session.scalars(repository.due_runs(postgres)))
+    for run in runs:
+        session.add(
+            PushEvent(
+                kind="run_ended",
+                event_key=f"run:{run.id}",
+                thread_id=run.thread_id,
+                run_id=run.id,
+                data={"status": run.status, "error": run.error},
+            )
+        )
+    if runs:
+        await session.execute(repository.clear_push_due([run.id for run in runs]))
+        await session.flush()
+    return len(runs)
 
 
 async def _deliveries(

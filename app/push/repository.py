@@ -7,7 +7,7 @@ from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Select, bindparam, delete, select, update
+from sqlalchemy import Select, bindparam, delete, select, text, update
 
 from app.db.models import (
     Agent,
@@ -33,6 +33,41 @@ def pending_events(postgres: bool) -> Select[tuple[PushEvent]]:
         .limit(BATCH)
     )
     return query.with_for_update(skip_locked=True) if postgres else query
+
+
+# Evaluated inside the UPDATE that ends a run (correlated to that `runs` row): true if a
+# Live Activity follows the thread, or its owner has a device and no live socket on it in
+# any process (the fan-out checks this process's sockets again; an alert is never sent to
+# a user watching). False costs the turn nothing more. Plain SQL (both dialects) because
+# the runner executes it on every turn and SQLAlchemy would rebuild the cache key of an
+# expression tree this size each time (~0.6 ms); CURRENT_TIMESTAMP compares with
+# DateTimeUTC as stored on both (UTC; text 'YYYY-MM-DD HH:MM:SS[.ffffff]' on SQLite).
+END_NEEDS_PUSH = text(
+    """(
+    EXISTS (SELECT 1 FROM live_activities AS la
+            WHERE la.thread_id = runs.thread_id AND la.ended_at IS NULL)
+    OR EXISTS (SELECT 1 FROM threads AS t JOIN devices AS d ON d.user_id = t.owner_id
+               WHERE t.id = runs.thread_id
+                 AND NOT EXISTS (SELECT 1 FROM push_presence AS p
+                                 WHERE p.user_id = t.owner_id AND p.thread_id = t.id
+                                   AND p.expires_at > CURRENT_TIMESTAMP))
+)"""
+)
+
+
+def due_runs(postgres: bool) -> Select[tuple[Run]]:
+    """Ended runs whose end is still to be fanned out (each taken by one process)."""
+    query = select(Run).where(Run.push_due).order_by(Run.finished_at).limit(BATCH)
+    return query.with_for_update(skip_locked=True) if postgres else query
+
+
+def clear_push_due(run_ids: list[UUID]) -> Any:
+    return (
+        update(Run)
+        .where(Run.id.in_(run_ids))
+        .values(push_due=None)
+        .execution_options(synchronize_session=False)
+    )
 
 
 @lru_cache(maxsize=2)

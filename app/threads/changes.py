@@ -62,6 +62,11 @@ class TransactionHook:
     def run_changed(self, session: AsyncSession, run: Run) -> None:
         """A run's status changed in this transaction."""
 
+    def run_end_values(self) -> dict[str, Any]:
+        """Columns (SQL expressions allowed) for the UPDATE that ends a run to set as well:
+        a hook that marks the run row itself writes nothing more in the turn."""
+        return {}
+
 
 _sinks: list[ChangeSink] = []
 _hooks: list[TransactionHook] = []
@@ -111,6 +116,15 @@ def run_changed(session: AsyncSession, run: Run) -> None:
     if _hooks:
         _in_transaction("run_changed", session, run)
     on_commit(session, partial(_deliver, "run_changed", run_read(run)))
+
+
+def run_end_values() -> dict[str, Any]:
+    """What every UPDATE ending a run (completed, failed, cancelled, reaped) sets besides
+    its status: the hooks' `run_end_values`, merged."""
+    values: dict[str, Any] = {}
+    for hook in _hooks:
+        values.update(hook.run_end_values())
+    return values
 
 
 def run_queued(session: AsyncSession, run_id: UUID) -> None:

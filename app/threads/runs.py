@@ -59,7 +59,11 @@ async def request_cancel(session: AsyncSession, run: Run) -> Run:
         cancelled = await session.scalar(
             update(Run)
             .where(Run.id == run.id, Run.status == RunStatus.QUEUED.value)
-            .values(status=RunStatus.CANCELLED.value, finished_at=utcnow())
+            .values(
+                status=RunStatus.CANCELLED.value,
+                finished_at=utcnow(),
+                **changes.run_end_values(),
+            )
             .returning(Run)
             .execution_options(synchronize_session=False, populate_existing=True)
         )

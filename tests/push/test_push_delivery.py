@@ -10,7 +10,7 @@ from uuid import UUID
 from prometheus_client import REGISTRY
 from sqlalchemy import func, insert, select
 
-from app.db.models import Device, PushDelivery, PushEvent, push_presence
+from app.db.models import Device, PushDelivery, PushEvent, Run, push_presence
 from app.lib.time import utcnow
 from app.push.presence import OWNER
 from tests.orchestrator.support import OrchestratorApi
@@ -23,14 +23,17 @@ ANSWER = "Here is your answer, with everything you asked for. " * 6
 
 
 async def _fanned_out(api: OrchestratorApi, run_id: str) -> None:
-    """Wait until the run's end event has been fanned out (whatever it produced)."""
+    """Wait until the run's end has been handled: not (or no longer) due for push, and
+    its event, if one was made, fanned out (whatever it produced)."""
     async with asyncio.timeout(10):
         while True:
             api.db.expire_all()
+            run = await api.db.get(Run, UUID(run_id))
             event = await api.db.scalar(select(PushEvent).where(PushEvent.run_id == UUID(run_id)))
-            if event is not None and event.fanned_out_at is not None:
+            handled = event is None or event.fanned_out_at is not None
+            if run is not None and run.finished_at and not run.push_due and handled:
                 return
-            await asyncio.sleep(0.05)  # polling the sender's commit (no event exists)
+            await asyncio.sleep(0.05)  # polling the sender's commit
 
 
 async def test_a_completed_run_with_nobody_watching_is_one_alert(
@@ -102,6 +105,7 @@ async def test_a_socket_in_another_process_counts(
     api.llm.script(Text("seen elsewhere"))
     _, run = await api.turn("hi", thread_id)
     await _fanned_out(api, run["id"])
+    assert (await api.db.get(Run, UUID(run["id"]))).push_due is False  # not even marked
     assert fake_apns.received == []
     assert OWNER != "presence-other-process"
 
@@ -242,6 +246,40 @@ async def test_pending_rows_are_sent_after_a_restart_and_never_twice(
     await _wait_status(api, "sent", count=2)
     await sender.cycle()  # another round finds nothing more to send
     assert len(fake_apns.received) == 2
+
+
+async def test_a_run_ending_while_the_sender_is_down_is_pushed_after_a_restart(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    await register_device(api)
+    sender = api.app.state.push_sender
+    await sender.stop()
+    try:
+        api.llm.script(Text("finished while nobody sent"))
+        _, run = await api.turn("hello")
+        api.db.expire_all()
+        assert (await api.db.get(Run, UUID(run["id"]))).push_due is True  # the run is its outbox
+        assert fake_apns.received == []
+    finally:
+        sender.start()
+    (push,) = await fake_apns.wait_received(1)
+    assert push.payload["kind"] == "run_completed" and push.payload["run_id"] == run["id"]
+    await _fanned_out(api, run["id"])
+    await sender.cycle()
+    assert len(fake_apns.received) == 1
+
+
+async def test_a_turn_nobody_can_be_pushed_about_writes_nothing_for_push(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    """Push on, the user has no device: the run's end is not marked, no event is written."""
+    api.llm.script(Text("no phone to tell"))
+    _, run = await api.turn("hello")
+    api.db.expire_all()
+    assert (await api.db.get(Run, UUID(run["id"]))).push_due is False
+    await api.app.state.push_sender.cycle()
+    assert await api.db.scalar(select(func.count()).select_from(PushEvent)) == 0
+    assert fake_apns.received == []
 
 
 async def _wait_status(api: OrchestratorApi, status: str, count: int = 1) -> None:

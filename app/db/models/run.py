@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Boolean, ForeignKey, Index, String, Text
+from sqlalchemy import Boolean, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, DateTimeUTC, JsonB
@@ -27,6 +27,12 @@ class Run(Base):
     __table_args__ = (
         Index("ix_runs_thread_status", "thread_id", "status"),
         Index("ix_runs_status_lease", "status", "lease_expires_at"),
+        Index(
+            "ix_runs_push_due",
+            "push_due",
+            sqlite_where=text("push_due = 1"),
+            postgresql_where=text("push_due"),
+        ),
     )
 
     thread_id: Mapped[UUID] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"))
@@ -46,3 +52,8 @@ class Run(Base):
     lease_expires_at: Mapped[datetime | None] = mapped_column(
         DateTimeUTC(timezone=True), default=None
     )
+    # Set by the UPDATE that ends the run when push is on and someone may need to hear of
+    # it (a device not watching the thread, an open Live Activity): the run row is its
+    # own push outbox entry, so a turn that pushes nothing writes nothing more
+    # (app/push/events.py). Cleared when the sender fans it out.
+    push_due: Mapped[bool | None] = mapped_column(Boolean, default=None)
