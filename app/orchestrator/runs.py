@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import and_, bindparam, delete, exists, insert, or_, select, update
+from sqlalchemy import and_, any_, bindparam, delete, exists, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -53,12 +53,18 @@ def _claimable():
 @lru_cache(maxsize=2)
 def _claim_statement(postgres: bool):
     """Built once: composing this statement costs more than running it."""
-    candidate = _claimable()
+    candidates = _claimable().limit(bindparam("slots"))
     if postgres:
-        candidate = candidate.with_for_update(skip_locked=True)
+        # ANY(ARRAY(…)): the candidates are picked once, before the UPDATE, as a scalar
+        # subquery would be (an IN semi-join is re-planned and, under concurrent
+        # claimers, let all but one come back empty)
+        locked = candidates.with_for_update(skip_locked=True).scalar_subquery()
+        chosen = Run.id == any_(func.array(locked))
+    else:
+        chosen = Run.id.in_(candidates.scalar_subquery())
     return (
         update(Run)
-        .where(Run.id == candidate.scalar_subquery(), Run.status == RunStatus.QUEUED.value)
+        .where(chosen, Run.status == RunStatus.QUEUED.value)
         .values(
             status=RunStatus.RUNNING.value,
             lease_owner=bindparam("owner"),
@@ -70,24 +76,49 @@ def _claim_statement(postgres: bool):
     )
 
 
+async def claim_runs(
+    session: AsyncSession, owner: str, lease_seconds: float, *, postgres: bool, slots: int
+) -> list[Run]:
+    """Atomically move up to `slots` eligible runs to running under our lease, oldest first.
+
+    One UPDATE … WHERE status='queued' … RETURNING: on SQLite it holds the write lock; on
+    PostgreSQL the candidates are picked FOR UPDATE SKIP LOCKED, so concurrent runners
+    never claim one run twice, and a thread's later run is never eligible while an earlier
+    one is queued or running (nor claimed beside it: eligibility is judged on the rows as
+    they were before this statement). Fewer than `slots` back: nothing more is eligible.
+    """
+    now = utcnow()
+    claimed = list(
+        await session.scalars(
+            _claim_statement(postgres),
+            {
+                "owner": owner,
+                "expires": now + timedelta(seconds=lease_seconds),
+                "now": now,
+                "slots": slots,
+            },
+        )
+    )
+    claimed.sort(key=lambda run: (run.created_at, run.id))
+    for run in claimed:
+        changes.run_changed(session, run)
+    return claimed
+
+
 async def claim_next_run(
     session: AsyncSession, owner: str, lease_seconds: float, *, postgres: bool
 ) -> Run | None:
-    """Atomically move the next eligible run to running under our lease (or None).
+    """The next eligible run, claimed (or None): `claim_runs` for one slot."""
+    claimed = await claim_runs(session, owner, lease_seconds, postgres=postgres, slots=1)
+    return claimed[0] if claimed else None
 
-    One UPDATE … WHERE status='queued' … RETURNING: on SQLite it holds the write lock; on
-    PostgreSQL the candidate is picked FOR UPDATE SKIP LOCKED, so concurrent runners never
-    claim one run twice, and a thread's later run is never eligible while an earlier one
-    is queued or running.
-    """
-    now = utcnow()
-    run = await session.scalar(
-        _claim_statement(postgres),
-        {"owner": owner, "expires": now + timedelta(seconds=lease_seconds), "now": now},
+
+async def still_queued(session: AsyncSession, run_ids: list[UUID]) -> set[UUID]:
+    """Which of these runs still wait in the queue (not claimed, not cancelled)."""
+    rows = await session.scalars(
+        select(Run.id).where(Run.id.in_(run_ids), Run.status == RunStatus.QUEUED.value)
     )
-    if run is not None:
-        changes.run_changed(session, run)
-    return run
+    return set(rows)
 
 
 async def renew_leases(

@@ -44,10 +44,15 @@ class RunWorker:
             owner=owner,
             http=httpx.AsyncClient(timeout=30, follow_redirects=False),
         )
-        self.deps.slot_freed = self._wake_soon
+        self.deps.slot_freed = self._slot_freed
         self.settings = settings
         self.executions: dict[UUID, RunExecution] = {}
         self._wake = asyncio.Event()
+        # Queued runs this process heard of and has not claimed (one may wait behind a
+        # running run of its thread), and whether the last claim stopped at a full
+        # house: a freed slot claims again only then, not after every run.
+        self._awaited: set[UUID] = set()
+        self._saturated = False
         self._loop_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._peers = PeerWatch(settings.runner_heartbeat_timeout_seconds)
@@ -85,6 +90,7 @@ class RunWorker:
 
     def _on_notify(self, kind: notify.Kind, object_id: UUID) -> None:
         if kind == "queued":
+            self._awaited.add(object_id)
             self._wake.set()
         elif kind == "cancel":
             if (execution := self.executions.get(object_id)) is not None:
@@ -114,32 +120,54 @@ class RunWorker:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=poll)
 
-    def _wake_soon(self) -> None:
-        self._wake.set()
+    def _slot_freed(self) -> None:
+        """A run ended or parked: claim again if a run may be waiting for it."""
+        if self._saturated or self._awaited:
+            self._wake.set()
 
     def _busy_runs(self) -> int:
         """Runs holding a slot: those waiting for the user (approval, device) do not."""
         return len(self.executions) - self.deps.parked_runs()
 
     async def _claim_all(self) -> None:
-        while self._busy_runs() < self.settings.runner_max_concurrent_runs:
-            run = await self.deps.write(
-                lambda s: runs.claim_next_run(
-                    s, self.deps.owner, self.settings.run_lease_seconds, postgres=self._postgres
+        """Claim runs for every free slot, one statement per round."""
+        while True:
+            slots = self.settings.runner_max_concurrent_runs - self._busy_runs()
+            self._saturated = slots <= 0
+            if self._saturated:
+                return
+            claimed = await self.deps.write(
+                lambda s, slots=slots: runs.claim_runs(
+                    s,
+                    self.deps.owner,
+                    self.settings.run_lease_seconds,
+                    postgres=self._postgres,
+                    slots=slots,
                 )
             )
-            if run is None:
+            for run in claimed:
+                self._awaited.discard(run.id)
+                execution = RunExecution(self.deps, run)
+                self.executions[run.id] = execution
+                execution.task = asyncio.create_task(self._execute(execution), name=f"run-{run.id}")
+            if len(claimed) < slots:  # nothing more is eligible now
+                await self._forget_taken_runs()
                 return
-            execution = RunExecution(self.deps, run)
-            self.executions[run.id] = execution
-            execution.task = asyncio.create_task(self._execute(execution), name=f"run-{run.id}")
+
+    async def _forget_taken_runs(self) -> None:
+        """Of the runs heard of and not claimable now, keep those still queued (waiting
+        behind a running run); the rest were claimed elsewhere or cancelled."""
+        if self._awaited:
+            awaited = list(self._awaited)
+            queued = await self.deps.write(lambda s: runs.still_queued(s, awaited))
+            self._awaited.intersection_update(queued | (self._awaited - set(awaited)))
 
     async def _execute(self, execution: RunExecution) -> None:
         try:
             await execution.execute()
         finally:
             self.executions.pop(execution.run.id, None)
-            self._wake.set()  # the thread's next run may now be eligible
+            self._slot_freed()  # the thread's next run may now be eligible
             async with self.finished:
                 self.finished.notify_all()
 

@@ -59,6 +59,8 @@ class TurnClient:
             self._expect(f"r:{run_id}"), 30
         )
         ended = time.perf_counter()
+        # leave the thread, as the app does (a socket holds WS_MAX_SUBSCRIPTIONS at most)
+        await ws.send(msgspec.json.encode({"type": "unsubscribe", "thread_id": thread_id}))
         if status != "completed":
             times.failed += 1
             return
@@ -83,6 +85,10 @@ class TurnClient:
             kind = frame.get("type")
             if kind == "subscribed":
                 self._resolve(f"s:{frame['thread_id']}", True)
+            elif kind == "error":  # nothing the benchmark sends should be refused
+                for future in self._waiting.values():
+                    if not future.done():
+                        future.set_exception(RuntimeError(f"server said: {frame}"))
             elif kind == "run":
                 run = frame["run"]
                 ended = run["status"] in ("completed", "failed", "cancelled")

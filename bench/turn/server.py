@@ -37,6 +37,9 @@ def create() -> Litestar:
 def _install_profiler(path: str) -> None:
     import asyncio
 
+    if path.endswith(".txt"):  # pyinstrument (sampling), if installed: a readable tree
+        _install_pyinstrument(path)
+        return
     profiler = cProfile.Profile()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGUSR1, profiler.enable)
@@ -44,6 +47,23 @@ def _install_profiler(path: str) -> None:
     def stop() -> None:
         profiler.disable()
         profiler.dump_stats(path)
+
+    loop.add_signal_handler(signal.SIGUSR2, stop)
+
+
+def _install_pyinstrument(path: str) -> None:
+    import asyncio
+
+    from pyinstrument import Profiler
+
+    profiler = Profiler(interval=0.0005, async_mode="disabled")
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGUSR1, profiler.start)
+
+    def stop() -> None:
+        profiler.stop()
+        with open(path, "w") as out:
+            out.write(profiler.output_text(unicode=False, show_all=False))
 
     loop.add_signal_handler(signal.SIGUSR2, stop)
 
@@ -84,7 +104,10 @@ async def servers(env: dict[str, str], ports: list[int]) -> AsyncIterator[list[S
             command += ["--host", "127.0.0.1", "--port", str(port), "--no-access-log"]
             command += ["--log-level", "warning"]
             process = subprocess.Popen(  # noqa: ASYNC220 - started once, before measuring
-                command, cwd=PROJECT_ROOT, env=env, stderr=subprocess.DEVNULL
+                command,
+                cwd=PROJECT_ROOT,
+                env=env,
+                stderr=None if os.environ.get("BENCH_SERVER_LOGS") else subprocess.DEVNULL,
             )
             started.append(ServerProcess(process, f"http://127.0.0.1:{port}"))
         for server in started:

@@ -97,3 +97,33 @@ async def test_expired_leases_are_failed_and_their_cells_closed(
     assert all(a["status"] in ("success", "failure") for a in activities.values())
     async with session_factory() as session:
         assert await runs.reap_expired_runs(session) == []  # reaped exactly once
+
+
+async def test_one_claim_fills_every_free_slot_but_never_two_runs_of_a_thread(
+    client: httpx.AsyncClient,
+    db: AsyncSession,
+    session_factory: async_sessionmaker[AsyncSession],
+    dialect: str,
+) -> None:
+    user = await make_api_user(db)
+    threads = [Thread(owner_id=user.user.id, agent_id=user.agent.id, last_activity_at=utcnow())
+               for _ in range(3)]  # fmt: skip
+    db.add_all(threads)
+    await db.flush()
+    start = utcnow()
+    queued = [
+        Run(thread_id=thread.id, agent_id=user.agent.id, created_at=start + timedelta(seconds=i))
+        for i, thread in enumerate([threads[0], threads[0], threads[1], threads[2]])
+    ]
+    db.add_all(queued)
+    await db.commit()
+    postgres = dialect == "postgresql"
+    async with session_factory() as session:
+        claimed = await runs.claim_runs(session, "batch", 30, postgres=postgres, slots=5)
+        await session.commit()
+    # the thread's second run waits for its first; the others are taken oldest first
+    assert [run.id for run in claimed] == [queued[0].id, queued[2].id, queued[3].id]
+    async with session_factory() as session:
+        assert await runs.still_queued(session, [r.id for r in queued]) == {queued[1].id}
+        two = await runs.claim_runs(session, "batch", 30, postgres=postgres, slots=2)
+    assert two == []
