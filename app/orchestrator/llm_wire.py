@@ -21,6 +21,7 @@ import logging
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import httpx
@@ -116,7 +117,49 @@ def build_request(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
 ) -> WireRequest | None:
-    """litellm's request for this call, or None when the call is not for the fast path."""
+    """litellm's request for this call, or None when the call is not for the fast path.
+
+    What does not depend on the messages (the provider, URL, optional params and the
+    tools as litellm transforms them) is worked out once per model, credentials and
+    toolset (`_target`); per call litellm transforms only the messages and the headers.
+    """
+    target = _target(target_model, api_base, api_key, _encode(tools) if tools else b"")
+    if target is None:
+        return None
+    config, params = target.config, dict(target.params)
+    headers = config.validate_environment(
+        headers={},
+        model=target.model,
+        messages=messages,  # type: ignore[arg-type]
+        optional_params=dict(target.optional),
+        litellm_params=params,
+        api_key=target.key,
+        api_base=target.base,
+    )
+    transformed = config.transform_request(target.model, messages, {}, params, headers)  # type: ignore[arg-type]
+    body = {**target.body, "messages": transformed["messages"], "stream": True}
+    return WireRequest(target.model, target.provider, config, target.url, headers, _encode(body))
+
+
+@dataclass(frozen=True)
+class _Target:
+    model: str
+    provider: str
+    config: OpenAIGPTConfig
+    key: str | None
+    base: str
+    params: dict[str, Any]
+    optional: dict[str, Any]
+    url: str
+    body: dict[str, Any]  # the request body without its messages
+
+
+@lru_cache(maxsize=64)
+def _target(
+    target_model: str, api_base: str | None, api_key: str | None, tools_json: bytes
+) -> _Target | None:
+    """The fast path's target for a model, credentials and toolset, or None (litellm in
+    full). Built once: litellm's provider resolution and tool transforms cost ~1 ms."""
     model, provider, dynamic_key, provider_base = litellm.get_llm_provider(
         target_model, api_base=api_base, api_key=api_key
     )
@@ -133,25 +176,17 @@ def build_request(
         key, base = OpenAIGPTConfig.get_api_key(key), OpenAIGPTConfig.get_api_base(base)
     if base is None:
         return None  # litellm resolves this provider's URL in its dispatcher: let it
+    tools = msgspec.json.decode(tools_json) if tools_json else None
     optional = litellm.get_optional_params(
         model=model, custom_llm_provider=provider, stream=True, tools=tools
     )
     params = {"api_base": base, "custom_llm_provider": provider}
-    headers = config.validate_environment(
-        headers={},
-        model=model,
-        messages=messages,  # type: ignore[arg-type]
-        optional_params=optional,
-        litellm_params=params,
-        api_key=key,
-        api_base=base,
-    )
     url = config.get_complete_url(
         api_base=base, api_key=key, model=model, optional_params=optional, litellm_params=params
     )
-    body = config.transform_request(model, messages, optional, params, headers)  # type: ignore[arg-type]
-    body["stream"] = True
-    return WireRequest(model, provider, config, url, headers, _encode(body))
+    body = config.transform_request(model, [], dict(optional), dict(params), {})
+    body.pop("messages", None)
+    return _Target(model, provider, config, key, base, params, optional, url, body)
 
 
 # -- errors: litellm's types, as its own HTTP handler raises them ------------------------

@@ -6,6 +6,7 @@ exhaust the pool, so every read opens a session, commits and closes it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -13,6 +14,16 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.accounts.services import user_for_token
 from app.db.models import Run, Thread, ThreadMessage
 from app.threads import repository
+
+
+@dataclass(frozen=True, slots=True)
+class CatchUp:
+    """What a new subscription reads: the thread's last_seq, the first page of messages
+    changed after the client's cursor, and the thread's latest run."""
+
+    last_seq: int
+    messages: list[ThreadMessage]
+    run: Run | None
 
 
 class RealtimeStore:
@@ -24,12 +35,27 @@ class RealtimeStore:
             user = await user_for_token(session, raw_token)
             return user.id if user is not None else None
 
-    async def thread_last_seq(self, thread_id: UUID, user_id: UUID) -> int | None:
-        """The thread's last_seq, or None for an unknown thread or another user's."""
+    async def catch_up(
+        self, thread_id: UUID, user_id: UUID, after_seq: int, limit: int
+    ) -> CatchUp | None:
+        """One transaction for a subscription's start; None for an unknown thread or
+        another user's. Read after the channel listens, `last_seq` bounds what the replay
+        must cover: a cursor at it needs no message read, a thread with no message yet
+        has no run either (a run starts with its message)."""
         async with self._session_maker.begin() as session:
             statement = repository.owned_thread(thread_id, user_id, Thread.last_seq)
-            last_seq = await session.scalar(statement)
-            return int(last_seq) if last_seq is not None else None
+            found = await session.scalar(statement)
+            if found is None:
+                return None
+            last_seq = int(found)
+            if last_seq == 0:
+                return CatchUp(0, [], None)
+            messages: list[ThreadMessage] = []
+            if after_seq < last_seq:
+                changed = repository.thread_messages_changed_after(thread_id, after_seq)
+                messages = list(await session.scalars(changed.limit(limit)))
+            run = await session.scalar(repository.latest_run(thread_id))
+            return CatchUp(last_seq, messages, run)
 
     async def changes_after(
         self, thread_id: UUID, after_seq: int, limit: int

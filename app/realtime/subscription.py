@@ -4,7 +4,9 @@ Order of work (DESIGN.md, "the database is the truth"):
 1. subscribe to the thread's channel, and wait until a probe published to it comes back,
    so the pub/sub backend (Redis acknowledges SUBSCRIBE asynchronously) is listening;
    events before the probe are dropped: they were committed before step 2 reads;
-2. replay every message with seq > after_seq from the database, ascending;
+2. in one short transaction, check the thread is the user's and read its last_seq, every
+   message with seq > after_seq (ascending; none to read when after_seq is last_seq) and
+   its latest run; replay the messages;
 3. send `subscribed` (last_seq = the highest seq delivered), then the thread's latest run;
 4. forward live events, dropping any seq already sent; a gap (or a by-reference message)
    is back-filled from the database while later events wait in a buffer;
@@ -32,6 +34,7 @@ from uuid import UUID
 import msgspec
 from litestar.channels import ChannelsPlugin, Subscriber
 
+from app.db.models import Run, ThreadMessage
 from app.observability import metrics
 from app.push import presence
 from app.realtime.events import (
@@ -42,7 +45,7 @@ from app.realtime.events import (
     RunFrame,
     SubscribedFrame,
 )
-from app.realtime.store import RealtimeStore
+from app.realtime.store import CatchUp, RealtimeStore
 from app.realtime.wire import RUN_STATUS_RANK, ChannelEvent, decode_event, encode_probe
 from app.threads.serializers import message_read, run_read
 
@@ -131,6 +134,9 @@ class ThreadSubscription:
             self.task.cancel()
             with contextlib.suppress(BaseException):  # cancelled or already failed: it ended
                 await self.task
+        await self._unlisten()
+
+    async def _unlisten(self) -> None:
         if self._subscriber is not None:
             subscriber, self._subscriber = self._subscriber, None
             metrics.subscription_ended()
@@ -143,34 +149,40 @@ class ThreadSubscription:
     async def _start(self) -> None:
         source = self.source
         try:
-            last_seq = await source.store.thread_last_seq(self.thread_id, source.user_id)
-            if last_seq is None:
-                self.socket.forget(self)
-                await self._send_frame(
-                    ErrorFrame(
-                        error_type="not_found", error="Thread not found.", thread_id=self.thread_id
-                    )
-                )
-                return
-            if self.after_seq > last_seq:  # a cursor from another history: refetch
-                self.socket.forget(self)
-                await self._send_frame(ResetFrame(thread_id=self.thread_id, last_seq=last_seq))
-                return
             await self._listen()
-            await self._backfill()
+            view = await source.store.catch_up(
+                self.thread_id, source.user_id, self.after_seq, PAGE_SIZE
+            )
+            if view is None or self.after_seq > view.last_seq:
+                await self._unlisten()
+                self.socket.forget(self)
+                await self._send_frame(self._refusal(view))
+                return
+            await self._send_messages(view.messages)
+            if len(view.messages) == PAGE_SIZE:
+                await self._backfill()
             # Watching from here on: pushes for this thread are held back (app/push).
             presence.enter(source.user_id, self.thread_id)
             self._present = True
             await self._send_frame(
                 SubscribedFrame(thread_id=self.thread_id, last_seq=self.sent_seq)
             )
-            await self._send_latest_run()
+            if view.run is not None:
+                await self._send_run(view.run)
             self._go_live()
         except ClientTooSlow:
             pass  # the connection is closing with 4429
         except Exception:
             logger.exception("subscription to thread %s failed", self.thread_id)
             self.socket.abort()
+
+    def _refusal(self, view: CatchUp | None) -> Frame:
+        if view is None:
+            return ErrorFrame(
+                error_type="not_found", error="Thread not found.", thread_id=self.thread_id
+            )
+        # a cursor from another history (ahead of the thread): the client refetches
+        return ResetFrame(thread_id=self.thread_id, last_seq=view.last_seq)
 
     async def _listen(self) -> None:
         """Subscribe, then wait for our own probe to come back through the backend."""
@@ -262,17 +274,21 @@ class ThreadSubscription:
         """Send every change after `sent_seq` from the database, page by page."""
         while True:
             rows = await self.source.store.changes_after(self.thread_id, self.sent_seq, PAGE_SIZE)
-            for row in rows:
-                frame = MessageFrame(
-                    thread_id=row.thread_id, seq=row.seq, message=message_read(row)
-                )
-                await self.socket.send(_encode(frame).decode())
-                self.sent_seq = max(self.sent_seq, row.seq)
+            await self._send_messages(rows)
             if len(rows) < PAGE_SIZE:
                 return
+
+    async def _send_messages(self, rows: list[ThreadMessage]) -> None:
+        for row in rows:
+            frame = MessageFrame(thread_id=row.thread_id, seq=row.seq, message=message_read(row))
+            await self.socket.send(_encode(frame).decode())
+            self.sent_seq = max(self.sent_seq, row.seq)
 
     async def _send_latest_run(self) -> None:
         run = await self.source.store.latest_run(self.thread_id)
         if run is not None:
-            self._run_ranks[str(run.id)] = RUN_STATUS_RANK.get(run.status, 0)
-            await self._send_frame(RunFrame(thread_id=self.thread_id, run=run_read(run)))
+            await self._send_run(run)
+
+    async def _send_run(self, run: Run) -> None:
+        self._run_ranks[str(run.id)] = RUN_STATUS_RANK.get(run.status, 0)
+        await self._send_frame(RunFrame(thread_id=self.thread_id, run=run_read(run)))

@@ -47,12 +47,14 @@ def run_options(data: MessageCreate) -> dict[str, Any] | None:
     return options or None
 
 
-async def _refuse_if_busy(session: AsyncSession, thread: Thread) -> None:
+async def _rejects_double_texting(session: AsyncSession, thread: Thread) -> bool:
     """Double texting: an agent type may refuse a message while a run is active (409)."""
     agent_type = await session.scalar(select(Agent.agent_type).where(Agent.id == thread.agent_id))
     config = get_agent_type(agent_type) if agent_type else None
-    if config is None or config.double_texting != "reject":
-        return
+    return config is not None and config.double_texting == "reject"
+
+
+async def _refuse_if_busy(session: AsyncSession, thread: Thread) -> None:
     active = await session.scalar(repository.active_run_id(thread.id))
     if active is not None:
         raise ProblemException(
@@ -65,15 +67,20 @@ async def post_user_message(
 ) -> tuple[ThreadMessage, Run, bool]:
     """Store the message and queue its run; `created` is False for a repeated client id.
 
-    The thread lock is taken first so concurrent posts with one client id serialise and
-    exactly one of them creates rows.
+    When a check must see the thread as it is (a client id to deduplicate, an agent that
+    refuses double texting), the thread lock is taken first, so concurrent posts
+    serialise and exactly one of them creates rows; otherwise the message's own seq bump
+    is the only lock needed.
     """
-    await lock_thread(session, thread.id)
+    rejects = await _rejects_double_texting(session, thread)
+    if data.client_message_id is not None or rejects:
+        await lock_thread(session, thread.id)
     if data.client_message_id is not None:
         duplicate = await _find_duplicate(session, thread, data.client_message_id)
         if duplicate is not None:
             return duplicate[0], duplicate[1], False
-    await _refuse_if_busy(session, thread)
+    if rejects:
+        await _refuse_if_busy(session, thread)
     run_id = uuid7()
     message = await create_message(
         session,
