@@ -20,6 +20,7 @@ import asyncio
 import functools
 import json
 import logging
+import math
 import os
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -245,9 +246,17 @@ async def _stream_once(
         # The idle deadline is set by every chunk: a stream stalling after one ends as a timeout.
         # Until the first, the transport's read timeout (also target.timeout) watches the wire,
         # so litellm's own first-chunk work (imports on a first call) is not counted as silence.
+        # Moved only once it is due within `timeout` (each time to `timeout` + a tenth
+        # ahead): a chunk costs a clock read, not a timer; a stall still ends between
+        # `timeout` and 1.1 x `timeout` after the last chunk.
+        ahead = target.timeout * 1.1
         async with asyncio.timeout(None) as deadline:
+            due = math.inf
             async for chunk in _chunks(stream):
-                deadline.reschedule(loop.time() + target.timeout)
+                now = loop.time()
+                if due - now < target.timeout:
+                    due = now + ahead
+                    deadline.reschedule(due)
                 if not chunk.choices:
                     continue
                 choice = chunk.choices[0]

@@ -32,6 +32,7 @@ import msgspec
 from app.orchestrator.llm import ModelTarget, stream_turn
 from app.settings import PROJECT_ROOT
 from app.tools.registry import get_registry
+from app.tools.toolsets import load_agent_types
 
 MESSAGES = [
     {"role": "system", "content": "You are a helpful assistant. Be brief."},
@@ -102,6 +103,7 @@ def start_fake() -> tuple[subprocess.Popen[str], str]:
 
 async def run(calls: int, chunks: int, rounds: int) -> None:
     fake, base_url = start_fake()
+    load_agent_types(tool_names=get_registry().names)  # as create_app does at startup
     tools = get_registry().function_definitions(("tasks",))
     ways = {
         "raw": raw_call(base_url, tools),
