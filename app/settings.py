@@ -277,6 +277,13 @@ class Settings:
         Literal["debug", "info", "warning", "error"],
         Meta(description="lowest level logged (tool events are `debug`)"),
     ] = "info"
+    access_log: Annotated[
+        bool,
+        Meta(
+            description="one INFO line per HTTP request (uvicorn's access log, with the "
+            "request id); off saves ~0.1 ms of CPU per request"
+        ),
+    ] = True
     metrics_enabled: Annotated[bool, Meta(description="serve Prometheus metrics at `/metrics`")] = (
         True
     )

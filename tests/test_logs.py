@@ -110,3 +110,11 @@ async def test_tool_events_are_debug_lines(caplog: pytest.LogCaptureFixture) -> 
         await listener.on_error(call, ToolResult.failure("no", "validation_error"))
     assert len(caplog.records) == 4
     assert {record.levelno for record in caplog.records} == {logging.DEBUG}
+
+
+def test_the_access_log_can_be_turned_off() -> None:
+    """uvicorn's own --no-access-log is undone when the app configures logging; the
+    setting is the switch (the benchmarks turn it off)."""
+    on = logging_config(Settings()).loggers["uvicorn.access"]["level"]
+    off = logging_config(Settings(access_log=False)).loggers["uvicorn.access"]["level"]
+    assert (on, off) == ("INFO", "WARNING")

@@ -108,6 +108,7 @@ DEFAULTS = {
     "live_activity_dismiss_seconds": 900.0,
     "log_format": "text",
     "log_level": "info",
+    "access_log": True,
     "metrics_enabled": True,
     "metrics_token": None,
     "otel_enabled": False,

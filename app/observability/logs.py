@@ -68,7 +68,10 @@ def logging_config(settings: Settings) -> LoggingConfig:
         loggers={
             "litestar": through_root,
             # uvicorn's access and error lines in the same format, with the request id
-            "uvicorn.access": {**through_root, "level": "INFO"},
+            "uvicorn.access": {
+                **through_root,
+                "level": "INFO" if settings.access_log else "WARNING",
+            },
             "uvicorn.error": {**through_root, "level": "INFO"},
         },
     )

@@ -52,6 +52,7 @@ def start_server(database_url: str, port: int) -> subprocess.Popen[bytes]:
         "DATABASE_URL": database_url,
         "RUNNER_ENABLED": "0",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "ACCESS_LOG": "false",  # uvicorn's --no-access-log, which the app's logging overrides
     }
     command = [sys.executable, "-m", "uvicorn", "bench.rest.server:create_bench_app", "--factory"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--no-access-log"]

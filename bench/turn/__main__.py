@@ -127,6 +127,7 @@ def bench(args: argparse.Namespace, dialect: str, count: int) -> list[Row]:
                 # a client turning 50 times a second sends more frames than a phone may
                 "WS_FRAME_RATE": "100000",
                 "WS_FRAME_BURST": "100000",
+                "ACCESS_LOG": "false",  # uvicorn's --no-access-log, which the app overrides
             }
             if count > 1 or args.redis:
                 env["REDIS_URL"] = REDIS_URL
