@@ -14,7 +14,7 @@ from app.db.models import Run, RunStatus, Thread, ThreadMessage
 from app.lib.time import utcnow
 from app.orchestrator import runs
 from app.threads.writer import create_message
-from tests.conftest import make_api_user
+from tests.conftest import ApiUser, make_api_user
 
 
 async def _claim(factory: async_sessionmaker[AsyncSession], owner: str, postgres: bool):
@@ -24,17 +24,22 @@ async def _claim(factory: async_sessionmaker[AsyncSession], owner: str, postgres
         return run.id if run else None
 
 
+async def _user_with_threads(db: AsyncSession, count: int) -> tuple[ApiUser, list[Thread]]:
+    user = await make_api_user(db)
+    threads = [Thread(owner_id=user.user.id, agent_id=user.agent.id, last_activity_at=utcnow())
+               for _ in range(count)]  # fmt: skip
+    db.add_all(threads)
+    await db.flush()
+    return user, threads
+
+
 async def test_concurrent_claims_respect_threads_and_order(
     client: httpx.AsyncClient,
     db: AsyncSession,
     session_factory: async_sessionmaker[AsyncSession],
     dialect: str,
 ) -> None:
-    user = await make_api_user(db)
-    threads = [Thread(owner_id=user.user.id, agent_id=user.agent.id, last_activity_at=utcnow())
-               for _ in range(2)]  # fmt: skip
-    db.add_all(threads)
-    await db.flush()
+    user, threads = await _user_with_threads(db, 2)
     start = utcnow()
     line = [
         Run(
@@ -105,11 +110,7 @@ async def test_one_claim_fills_every_free_slot_but_never_two_runs_of_a_thread(
     session_factory: async_sessionmaker[AsyncSession],
     dialect: str,
 ) -> None:
-    user = await make_api_user(db)
-    threads = [Thread(owner_id=user.user.id, agent_id=user.agent.id, last_activity_at=utcnow())
-               for _ in range(3)]  # fmt: skip
-    db.add_all(threads)
-    await db.flush()
+    user, threads = await _user_with_threads(db, 3)
     start = utcnow()
     queued = [
         Run(thread_id=thread.id, agent_id=user.agent.id, created_at=start + timedelta(seconds=i))
