@@ -277,10 +277,9 @@ async def _open(
     tools: list[dict[str, Any]] | None,
     response_format: dict[str, Any] | None = None,
 ) -> AsyncIterator[Any]:
-    """The call's stream of chunks: off the wire, or litellm's streaming wrapper (which
-    also carries structured-output requests: a planner's one call per run)."""
-    if target.fast_stream and response_format is None:
-        request = _wire_request(target, messages, tools)
+    """The call's stream of chunks: off the wire, or litellm's streaming wrapper."""
+    if target.fast_stream:
+        request = _wire_request(target, messages, tools, response_format)
         if request is not None:
             response = await llm_wire.open_stream(request, target.timeout)
             return llm_wire.read_chunks(request, response)
@@ -298,12 +297,15 @@ async def _open(
 
 
 def _wire_request(
-    target: ModelTarget, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    target: ModelTarget,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    response_format: dict[str, Any] | None,
 ) -> llm_wire.WireRequest | None:
     """litellm's request for the fast path; errors building it are litellm's own types."""
     try:
         return llm_wire.build_request(
-            target.model, target.api_base, target.api_key, messages, tools or None
+            target.model, target.api_base, target.api_key, messages, tools or None, response_format
         )
     except Exception as exc:
         provider = target.model.split("/", 1)[0]

@@ -116,14 +116,22 @@ def build_request(
     api_key: str | None,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
+    response_format: dict[str, Any] | None = None,
 ) -> WireRequest | None:
     """litellm's request for this call, or None when the call is not for the fast path.
 
-    What does not depend on the messages (the provider, URL, optional params and the
-    tools as litellm transforms them) is worked out once per model, credentials and
-    toolset (`_target`); per call litellm transforms only the messages and the headers.
+    What does not depend on the messages (the provider, URL, optional params, the tools
+    and a structured-output `response_format` as litellm transforms them) is worked out
+    once per model, credentials, toolset and format (`_target`); per call litellm
+    transforms only the messages and the headers.
     """
-    target = _target(target_model, api_base, api_key, _encode(tools) if tools else b"")
+    target = _target(
+        target_model,
+        api_base,
+        api_key,
+        _encode(tools) if tools else b"",
+        _encode(response_format) if response_format else b"",
+    )
     if target is None:
         return None
     config, params = target.config, dict(target.params)
@@ -156,7 +164,11 @@ class _Target:
 
 @lru_cache(maxsize=64)
 def _target(
-    target_model: str, api_base: str | None, api_key: str | None, tools_json: bytes
+    target_model: str,
+    api_base: str | None,
+    api_key: str | None,
+    tools_json: bytes,
+    format_json: bytes,
 ) -> _Target | None:
     """The fast path's target for a model, credentials and toolset, or None (litellm in
     full). Built once: litellm's provider resolution and tool transforms cost ~1 ms."""
@@ -177,8 +189,13 @@ def _target(
     if base is None:
         return None  # litellm resolves this provider's URL in its dispatcher: let it
     tools = msgspec.json.decode(tools_json) if tools_json else None
+    response_format = msgspec.json.decode(format_json) if format_json else None
     optional = litellm.get_optional_params(
-        model=model, custom_llm_provider=provider, stream=True, tools=tools
+        model=model,
+        custom_llm_provider=provider,
+        stream=True,
+        tools=tools,
+        response_format=response_format,
     )
     params = {"api_base": base, "custom_llm_provider": provider}
     url = config.get_complete_url(

@@ -47,7 +47,13 @@ def llm(fake_llm: FakeLLM) -> FakeLLM:
 
 
 async def _turn(
-    llm: FakeLLM, door: str, *, tools: Any = None, retries: int = 0, model: str = "fake-model"
+    llm: FakeLLM,
+    door: str,
+    *,
+    tools: Any = None,
+    retries: int = 0,
+    model: str = "fake-model",
+    response_format: dict[str, Any] | None = None,
 ) -> tuple[ModelTurn, list[str]]:
     target = ModelTarget(
         f"openai/{model}",
@@ -63,7 +69,9 @@ async def _turn(
     async def on_text(piece: str) -> None:
         pieces.append(piece)
 
-    return await stream_turn(target, [dict(m) for m in MESSAGES], tools, on_text), pieces
+    messages = [dict(m) for m in MESSAGES]
+    turn = await stream_turn(target, messages, tools, on_text, response_format=response_format)
+    return turn, pieces
 
 
 async def test_text_streams_in_pieces(llm: FakeLLM, door: str) -> None:
@@ -81,6 +89,21 @@ async def test_both_paths_send_litellms_request(llm: FakeLLM, door: str) -> None
     assert body["messages"] == MESSAGES and body["tools"] == TOOLS
     assert headers["authorization"] == "Bearer door-key"
     assert headers["content-type"] == "application/json"
+
+
+async def test_both_paths_ask_for_structured_output_alike(llm: FakeLLM, door: str) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    wanted = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+    llm.script(Text('{"a": "b"}'))
+    turn, _ = await _turn(llm, door, response_format=wanted)
+    assert json.loads(turn.text) == {"a": "b"}
+    body = llm.requests[0]
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"]["required"] == ["a"]
+    assert "tools" not in body
+    # the fast path sends with our httpx client, litellm in full with its own
+    sent_by = llm.headers[0]["user-agent"]
+    assert sent_by.startswith("python-httpx" if door == "fast" else "litellm/")
 
 
 async def test_arguments_split_across_chunks_and_parallel_calls(llm: FakeLLM, door: str) -> None:

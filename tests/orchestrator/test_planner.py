@@ -15,6 +15,8 @@ from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Text
 from tests.support.test_tools import EchoTool, GateTool
 
+BOTH_DOORS = True  # the plan's structured-output call goes through both paths of the door
+
 
 def plan_text(*steps: dict[str, Any], description: str = "Plan for the answer.") -> Text:
     return Text(json.dumps({"description": description, "steps": list(steps)}))
