@@ -16,7 +16,7 @@ from app.threads import messages
 from app.threads.message_reads import latest_page_json, list_owned_messages
 from app.threads.schemas import MessageCreate, MessagePage, MessagePosted, ThreadMessageRead
 from app.threads.serializers import message_read, run_read
-from app.threads.services import get_owned_thread
+from app.threads.services import get_owned_thread, get_owned_thread_for_post
 
 
 class MessageController(Controller):
@@ -39,8 +39,10 @@ class MessageController(Controller):
         self, thread_id: UUID, data: MessageCreate, db_session: AsyncSession, current_user: User
     ) -> Response[MessagePosted]:
         """Store a user message and queue a run; a repeated `client_message_id` answers 200."""
-        thread = await get_owned_thread(db_session, current_user, thread_id)
-        message, run, created = await messages.post_user_message(db_session, thread, data)
+        thread, agent_type = await get_owned_thread_for_post(db_session, current_user, thread_id)
+        message, run, created = await messages.post_user_message(
+            db_session, thread, data, agent_type
+        )
         body = MessagePosted(message=message_read(message), run=run_read(run))
         return Response(body, status_code=202 if created else 200)
 

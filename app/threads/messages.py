@@ -47,9 +47,13 @@ def run_options(data: MessageCreate) -> dict[str, Any] | None:
     return options or None
 
 
-async def _rejects_double_texting(session: AsyncSession, thread: Thread) -> bool:
+async def _rejects_double_texting(
+    session: AsyncSession, thread: Thread, agent_type: str | None
+) -> bool:
     """Double texting: an agent type may refuse a message while a run is active (409)."""
-    agent_type = await session.scalar(select(Agent.agent_type).where(Agent.id == thread.agent_id))
+    if agent_type is None:
+        query = select(Agent.agent_type).where(Agent.id == thread.agent_id)
+        agent_type = await session.scalar(query)
     config = get_agent_type(agent_type) if agent_type else None
     return config is not None and config.double_texting == "reject"
 
@@ -63,16 +67,16 @@ async def _refuse_if_busy(session: AsyncSession, thread: Thread) -> None:
 
 
 async def post_user_message(
-    session: AsyncSession, thread: Thread, data: MessageCreate
+    session: AsyncSession, thread: Thread, data: MessageCreate, agent_type: str | None = None
 ) -> tuple[ThreadMessage, Run, bool]:
     """Store the message and queue its run; `created` is False for a repeated client id.
 
     When a check must see the thread as it is (a client id to deduplicate, an agent that
     refuses double texting), the thread lock is taken first, so concurrent posts
     serialise and exactly one of them creates rows; otherwise the message's own seq bump
-    is the only lock needed.
+    is the only lock needed. `agent_type`: the thread's agent's, if the caller read it.
     """
-    rejects = await _rejects_double_texting(session, thread)
+    rejects = await _rejects_double_texting(session, thread, agent_type)
     if data.client_message_id is not None or rejects:
         await lock_thread(session, thread.id)
     if data.client_message_id is not None:

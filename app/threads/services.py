@@ -8,7 +8,7 @@ from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agents.services import get_visible_agent
-from app.db.models import Thread, User
+from app.db.models import Agent, Thread, User
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
@@ -27,6 +27,18 @@ async def get_owned_thread(session: AsyncSession, user: User, thread_id: UUID) -
     if thread is None:
         raise ProblemException(404, "Thread not found.")
     return thread
+
+
+async def get_owned_thread_for_post(
+    session: AsyncSession, user: User, thread_id: UUID
+) -> tuple[Thread, str]:
+    """The caller's thread and its agent's type (whether it refuses double texting), in
+    one query; any other id answers 404."""
+    query = repository.owned_thread(thread_id, user.id, Thread, Agent.agent_type)
+    row = (await session.execute(query.join(Agent, Agent.id == Thread.agent_id))).first()
+    if row is None:
+        raise ProblemException(404, "Thread not found.")
+    return row[0], row[1]
 
 
 async def active_run_id(session: AsyncSession, thread_id: UUID) -> UUID | None:
