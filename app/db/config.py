@@ -14,10 +14,12 @@ from advanced_alchemy.extensions.litestar import (
 from sqlalchemy import event, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from app.db import sqlite_writers
 from app.db.session import PLUGIN_SESSION_KEY
 from app.settings import PROJECT_ROOT, Settings
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
+BUSY_TIMEOUT_SECONDS = 10.0
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -26,7 +28,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_SECONDS * 1000)}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 
@@ -34,6 +36,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 def install_sqlite_pragmas(engine: AsyncEngine) -> None:
     if engine.dialect.name == "sqlite":
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        sqlite_writers.install(engine, BUSY_TIMEOUT_SECONDS)
 
 
 @dataclass(frozen=True)
