@@ -17,6 +17,7 @@ any target whose base URL litellm would look up elsewhere, returns None from
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import weakref
 from collections.abc import AsyncIterator
@@ -33,6 +34,7 @@ from litellm.llms.openai.chat.gpt_transformation import OpenAIGPTConfig
 from litellm.utils import ProviderConfigManager
 
 logger = logging.getLogger(__name__)
+DRAIN_SECONDS = 0.5
 
 # Providers whose streamed chat answer is OpenAI's `chat.completion.chunk` SSE (litellm
 # sends them through its OpenAI config or an OpenAI-like subclass of it). Azure is not
@@ -264,9 +266,11 @@ async def read_chunks(request: WireRequest, response: httpx.Response) -> AsyncIt
     A line that is not valid JSON is skipped (as litellm's own reader does); an error
     object inside the stream raises litellm's exception for its code.
     """
+    lines = _data_lines(response)
     try:
-        async for payload in _data_lines(response):
+        async for payload in lines:
             if payload == b"[DONE]":
+                await _finish_body(lines)
                 return
             try:
                 chunk = _decode_chunk(payload)
@@ -280,6 +284,16 @@ async def read_chunks(request: WireRequest, response: httpx.Response) -> AsyncIt
         raise TimeoutError(str(exc)) from exc
     finally:
         await response.aclose()
+
+
+async def _finish_body(lines: AsyncIterator[bytes]) -> None:
+    """Read what follows `[DONE]` (nothing, from a well-behaved server): a response read
+    to its end gives its connection back to the pool, one closed early is torn down and
+    the next call connects again. A server that keeps the stream open gets a moment."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for _ in lines:
+                pass
 
 
 async def _data_lines(response: httpx.Response) -> AsyncIterator[bytes]:

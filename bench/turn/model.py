@@ -29,6 +29,7 @@ class _Forgetful(FakeLLM):
     def _next(self, body: dict[str, Any]) -> Any:
         self.requests.clear()
         self.handler_seconds.clear()
+        self.peers.clear()
         return super()._next(body)
 
 

@@ -91,6 +91,14 @@ async def test_both_paths_send_litellms_request(llm: FakeLLM, door: str) -> None
     assert headers["content-type"] == "application/json"
 
 
+async def test_the_fast_path_keeps_its_connection_between_calls(llm: FakeLLM, door: str) -> None:
+    llm.script(Text("one"), ToolCalls(Call("tasks", {"action": "list"})), Text("three"))
+    for _ in range(3):
+        await _turn(llm, door, tools=TOOLS)
+    if door == "fast":  # each answer read to its end: the pooled connection is reused
+        assert len(set(llm.peers)) == 1, llm.peers
+
+
 async def test_both_paths_ask_for_structured_output_alike(llm: FakeLLM, door: str) -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
     wanted = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}

@@ -88,6 +88,7 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []  # each request's headers, lower-cased names
         self.handler_seconds: list[float] = []  # the fake model's own time per request
+        self.peers: list[tuple[str, int]] = []  # each request's client address (keep-alive)
         self._queue: list[Response] = []
         self._responder = responder
         self._arrived = asyncio.Condition()
@@ -104,6 +105,7 @@ class FakeLLM:
     def reset(self) -> None:
         self.requests.clear()
         self.headers.clear()
+        self.peers.clear()
         self._queue.clear()
         self._responder = None
 
@@ -146,6 +148,7 @@ class FakeLLM:
             return
         started = time.perf_counter()
         headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+        self.peers.append(tuple(scope.get("client") or ("", 0)))
         try:
             await self._serve(receive, send, headers)
         finally:
