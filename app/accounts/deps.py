@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.accounts.services import user_and_expiry_for_token
 from app.accounts.token_cache import TokenCache
 from app.db.models import User
+from app.lib.requests import ApiRequest
 from app.lib.security import token_digest
 
 BEARER_SCHEME = "BearerToken"
@@ -32,6 +33,13 @@ async def provide_current_user(request: ASGIConnection, db_session: AsyncSession
         raise NotAuthorizedException(
             "Missing or malformed bearer token.", headers={"WWW-Authenticate": "Bearer"}
         )
+    user = await _user_for(request, db_session, token)
+    if isinstance(request, ApiRequest):
+        request.check_body_types()  # the token was good: now the body's JSON types
+    return user
+
+
+async def _user_for(request: ASGIConnection, db_session: AsyncSession, token: str) -> User:
     digest = token_digest(token)
     cache: TokenCache | None = request.app.state.get("token_cache")
     if cache is not None and (user := cache.get(digest)) is not None:

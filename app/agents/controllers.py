@@ -11,9 +11,7 @@ from app.agents import services
 from app.agents.schemas import AgentCreate, AgentList, AgentRead, AgentUpdate
 from app.agents.serializers import agent_read
 from app.db.models import User
-from app.lib.problems import ProblemException, problems
-from app.lib.requests import ApiRequest
-from app.lib.validation import coerced_bool_errors
+from app.lib.problems import problems
 
 
 class AgentController(Controller):
@@ -29,9 +27,8 @@ class AgentController(Controller):
 
     @post("/", operation_id="CreateAgent", responses=problems(409))
     async def create_agent(
-        self, data: AgentCreate, db_session: AsyncSession, current_user: User, request: ApiRequest
+        self, data: AgentCreate, db_session: AsyncSession, current_user: User
     ) -> AgentRead:
-        _require_json_bools(request, AgentCreate)
         agent = await services.create_agent(
             db_session, current_user, **msgspec.structs.asdict(data)
         )
@@ -51,17 +48,9 @@ class AgentController(Controller):
         data: AgentUpdate,
         db_session: AsyncSession,
         current_user: User,
-        request: ApiRequest,
     ) -> AgentRead:
         """Change only the fields sent; shared agents can be changed by their owner only."""
-        _require_json_bools(request, AgentUpdate)
         agent = await services.get_owned_agent(db_session, current_user, agent_id)
         changes = data.sent_fields()
         agent = await services.update_agent(db_session, agent, changes)
         return agent_read(agent)
-
-
-def _require_json_bools(request: ApiRequest, struct_type: type) -> None:
-    errors = coerced_bool_errors(request.decoded_json, struct_type)
-    if errors:
-        raise ProblemException(400, "Validation failed for the request body.", errors=errors)

@@ -1,12 +1,17 @@
-"""The app's request class: a JSON body that cannot be decoded is the client's error."""
+"""The app's request class: a JSON body that cannot be decoded is the client's error, and
+a body is held to its JSON types (no `0` for `false`, no `"5"` for `5`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from litestar import Request
-from litestar.exceptions import SerializationException
+from litestar.exceptions import SerializationException, ValidationException
 from litestar.types import Empty
+
+# The dependency that authenticates a request (app/accounts/deps.py).
+AUTH_DEPENDENCY = "current_user"
 
 
 class ApiRequest(Request[Any, Any, Any]):
@@ -18,11 +23,35 @@ class ApiRequest(Request[Any, Any, Any]):
 
     async def json(self) -> Any:
         try:
-            return await super().json()
+            value = await super().json()
         except UnicodeDecodeError as exc:
             raise SerializationException("The request body is not valid UTF-8.") from exc
         except RecursionError as exc:
             raise SerializationException("The request body's JSON is nested too deeply.") from exc
+        if AUTH_DEPENDENCY not in self.route_handler.parsed_fn_signature.parameters:
+            self.check_body_types(value)
+        return value
+
+    def check_body_types(self, value: Any = Empty) -> None:
+        """Litestar converts a body into the handler's Struct leniently (`strict=False`:
+        `0` passes as `false`, `"5"` as `5`); the API's bodies are JSON with JSON's
+        types, so a body the strict conversion refuses is a validation problem (every bad
+        field is then listed by app/lib/problems.py). On a route that authenticates, the
+        authentication calls this once the token is good: a bad token is a 401 first."""
+        value = self.decoded_json if value is Empty else value
+        if value is None:
+            return
+        data = self.route_handler.parsed_fn_signature.parameters.get("data")
+        struct_type = data.annotation if data is not None else None
+        if not (isinstance(struct_type, type) and issubclass(struct_type, msgspec.Struct)):
+            return
+        try:
+            msgspec.convert(value, struct_type, strict=True)
+        except msgspec.ValidationError as exc:
+            raise ValidationException(
+                "Validation failed for the request body.",
+                extra=[{"message": str(exc), "key": "body", "source": "body"}],
+            ) from exc
 
     @property
     def decoded_json(self) -> Any:

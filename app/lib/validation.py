@@ -9,7 +9,6 @@ as in the real Struct) to report each bad field at once.
 from __future__ import annotations
 
 import re
-import types
 from functools import cache
 from typing import Any
 
@@ -34,7 +33,7 @@ def _one_field_struct(struct_type: type[msgspec.Struct], name: str) -> type[msgs
 def _field_error(field: msgspec.structs.FieldInfo, struct_type: type, value: Any) -> dict | None:
     try:
         msgspec.convert(
-            {field.name: value}, _one_field_struct(struct_type, field.name), strict=False
+            {field.name: value}, _one_field_struct(struct_type, field.name), strict=True
         )
     except msgspec.ValidationError as exc:
         match = _AT_PATH.match(str(exc))
@@ -67,20 +66,3 @@ def struct_field_errors(struct_type: type[msgspec.Struct], raw: Any) -> list[dic
             if key not in known
         )
     return [{**error, "source": "body"} for error in errors]
-
-
-def coerced_bool_errors(body: Any, struct_type: type[msgspec.Struct]) -> list[dict[str, str]]:
-    """Boolean fields sent as something else (`0`, `"true"`): Litestar converts request
-    bodies leniently, which would accept them; the API documents and wants JSON booleans."""
-    if not isinstance(body, dict):
-        return []
-    bool_fields = [
-        f.encode_name
-        for f in msgspec.structs.fields(struct_type)
-        if f.type is bool or (isinstance(f.type, types.UnionType) and bool in f.type.__args__)
-    ]
-    return [
-        {"field": name, "message": "Expected `bool`", "source": "body"}
-        for name in bool_fields
-        if name in body and not isinstance(body[name], bool)
-    ]

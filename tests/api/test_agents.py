@@ -136,3 +136,9 @@ async def test_enabled_must_be_a_json_boolean(client: AsyncClient, alice: ApiUse
         f"/api/agents/{created.json()['id']}", json={"enabled": "true"}, headers=alice.headers
     )
     assert patched.status_code == 400
+
+
+async def test_a_bad_token_is_refused_before_a_bad_body(client: AsyncClient) -> None:
+    body = {"name": "Strict", "agent_type": "assistant", "enabled": 0}
+    refused = await client.post("/api/agents", json=body, headers={"Authorization": "Bearer x"})
+    assert refused.status_code == 401

@@ -26,6 +26,10 @@ async def test_approved_call_runs_and_a_second_decision_is_refused(api: Orchestr
     ConfirmTool.done.clear()
     thread_id, run_id, message = await _awaiting(api, "approve me")
     url = _approval_url(thread_id, message)
+    # a JSON boolean only: `1` is refused naming the field, and decides nothing
+    coerced = await api.client.post(url, json={"approve": 1}, headers=api.headers)
+    assert coerced.status_code == 400, coerced.text
+    assert [e["field"] for e in coerced.json()["errors"]] == ["approve"]
     response = await api.client.post(url, json={"approve": True}, headers=api.headers)
     assert response.status_code == 200, response.text
     assert response.json()["tool_activity"]["status"] == "in_progress"

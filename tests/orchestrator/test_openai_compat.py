@@ -174,6 +174,12 @@ async def test_errors_are_in_openais_shape(
             model=model, messages=[{"role": "system", "content": "x"}]
         )
     assert no_user_message.value.param == "messages"
+    with pytest.raises(openai.BadRequestError) as coerced:  # JSON's types: no 0 for false
+        await openai_client.chat.completions.create(
+            model=model, messages=user_says, extra_body={"stream": 0}
+        )
+    assert coerced.value.body["type"] == "invalid_request_error"
+    assert "stream" in coerced.value.message
     async with openai.AsyncOpenAI(
         base_url=openai_base_url, api_key="wrong", max_retries=0
     ) as intruder:
