@@ -1,7 +1,10 @@
-"""What every benchmark seeds: a user with a bearer token and one agent."""
+"""What the benchmarks share: a user with a bearer token and one agent, and helper
+processes that print their URL."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -9,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Agent, ApiToken, User
 from app.lib.security import token_digest
 from app.lib.time import utcnow
+from app.settings import PROJECT_ROOT
 
 
 async def add_user_with_agent(
@@ -27,3 +31,17 @@ async def add_user_with_agent(
     session.add(agent)
     await session.flush()
     return user, agent
+
+
+def start_url_process(module: str) -> tuple[subprocess.Popen[str], str]:
+    """`python -m module` (a fake model server): the process and the base URL it prints
+    first. It runs until its stdin is closed."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", module],
+        cwd=PROJECT_ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    return process, process.stdout.readline().strip()

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable
 
@@ -30,9 +29,9 @@ import httpx
 import msgspec
 
 from app.orchestrator.llm import ModelTarget, stream_turn
-from app.settings import PROJECT_ROOT
 from app.tools.registry import get_registry
 from app.tools.toolsets import load_agent_types
+from bench.common import start_url_process
 
 MESSAGES = [
     {"role": "system", "content": "You are a helpful assistant. Be brief."},
@@ -90,15 +89,7 @@ async def cpu_per_call(call: Callable[[str], Awaitable[object]], model: str, cal
 
 
 def start_fake() -> tuple[subprocess.Popen[str], str]:
-    fake = subprocess.Popen(
-        [sys.executable, "-m", "bench.door.fake_server"],
-        cwd=PROJECT_ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert fake.stdout is not None
-    return fake, fake.stdout.readline().strip()
+    return start_url_process("bench.door.fake_server")
 
 
 async def run(calls: int, chunks: int, rounds: int) -> None:

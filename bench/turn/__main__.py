@@ -25,12 +25,11 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from dataclasses import dataclass
 
-from app.settings import PROJECT_ROOT
+from bench.common import start_url_process
 from bench.rest.__main__ import free_port
 from bench.turn.client import TurnClient, TurnTimes
 from bench.turn.server import ServerProcess, servers
@@ -75,15 +74,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def start_model() -> tuple[subprocess.Popen[str], str]:
-    model = subprocess.Popen(
-        [sys.executable, "-m", "bench.turn.model"],
-        cwd=PROJECT_ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert model.stdout is not None
-    return model, model.stdout.readline().strip()
+    return start_url_process("bench.turn.model")
 
 
 async def drive(
