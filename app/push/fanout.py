@@ -13,7 +13,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
-from uuid_utils.compat import uuid7
 
 from app.db.models import PushDelivery, PushEvent, ThreadMessage
 from app.db.upsert import dialect_insert
@@ -136,24 +135,19 @@ def _alert_row(
     expiration: int,
     now: datetime,
 ) -> dict[str, Any]:
-    return {
-        "id": uuid7(),
-        "event_key": event.event_key,
-        "token": device.token,
-        "device_id": device.id,
-        "environment": device.environment,
-        "topic": device.bundle_id,
-        "push_type": "alert",
-        "priority": 10,
-        "expiration": expiration,
-        "collapse_id": collapse,
-        "payload": payload,
-        "status": "pending",
-        "attempts": 0,
-        "next_attempt_at": now,
-        "created_at": now,
-        "updated_at": now,
-    }
+    return repository.pending_delivery(
+        now,
+        event_key=event.event_key,
+        token=device.token,
+        device_id=device.id,
+        environment=device.environment,
+        topic=device.bundle_id,
+        push_type="alert",
+        priority=10,
+        expiration=expiration,
+        collapse_id=collapse,
+        payload=payload,
+    )
 
 
 async def _end_live_activities(

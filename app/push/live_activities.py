@@ -71,24 +71,19 @@ def delivery_row(
     ttl: int,
     now: datetime,
 ) -> dict[str, Any]:
-    return {
-        "id": uuid7(),
-        "event_key": event_key,
-        "token": activity.push_token,
-        "live_activity_id": activity.id,
-        "environment": activity.environment,
-        "topic": payloads.live_activity_topic(settings.apns_topic or ""),
-        "push_type": "liveactivity",
-        "priority": priority,
-        "expiration": int(now.timestamp()) + ttl,
-        "collapse_id": None,
-        "payload": payload,
-        "status": "pending",
-        "attempts": 0,
-        "next_attempt_at": now,
-        "created_at": now,
-        "updated_at": now,
-    }
+    return repository.pending_delivery(
+        now,
+        event_key=event_key,
+        token=activity.push_token,
+        live_activity_id=activity.id,
+        environment=activity.environment,
+        topic=payloads.live_activity_topic(settings.apns_topic or ""),
+        push_type="liveactivity",
+        priority=priority,
+        expiration=int(now.timestamp()) + ttl,
+        collapse_id=None,
+        payload=payload,
+    )
 
 
 async def register(

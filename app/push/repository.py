@@ -8,6 +8,7 @@ from typing import Any
 from uuid import UUID
 
 from sqlalchemy import Select, bindparam, delete, select, text, update
+from uuid_utils.compat import uuid7
 
 from app.db.models import (
     Agent,
@@ -21,6 +22,19 @@ from app.db.models import (
 )
 
 BATCH = 50
+
+
+def pending_delivery(now: datetime, **fields: Any) -> dict[str, Any]:
+    """A `push_deliveries` row to insert, due now (fields: token, payload, topic, …)."""
+    return {
+        "id": uuid7(),
+        "status": "pending",
+        "attempts": 0,
+        "next_attempt_at": now,
+        "created_at": now,
+        "updated_at": now,
+        **fields,
+    }
 
 
 def pending_events(postgres: bool) -> Select[tuple[PushEvent]]:
