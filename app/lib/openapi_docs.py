@@ -92,6 +92,17 @@ _PLAN = {
     ],
 }  # fmt: skip
 
+_RUN: dict[str, Any] = {
+    "id": _RUN_ID,
+    "thread_id": _THREAD_ID,
+    "status": "completed",
+    "error": None,
+    "trigger_message_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+    "created_at": "2026-03-01T10:15:00Z",
+    "started_at": "2026-03-01T10:15:01Z",
+    "finished_at": "2026-03-01T10:15:05Z",
+}
+
 SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {
     "Plan": _PLAN,
     "ToolActivity": _TOOL_ACTIVITY,
@@ -109,25 +120,9 @@ SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {
         "created_at": "2026-03-01T10:15:02Z",
         "updated_at": "2026-03-01T10:15:03Z",
     },
-    "RunRead": {
-        "id": _RUN_ID,
-        "thread_id": _THREAD_ID,
-        "status": "completed",
-        "error": None,
-        "trigger_message_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
-        "created_at": "2026-03-01T10:15:00Z",
-        "started_at": "2026-03-01T10:15:01Z",
-        "finished_at": "2026-03-01T10:15:05Z",
-    },
+    "RunRead": _RUN,
     "RunDetail": {
-        "id": _RUN_ID,
-        "thread_id": _THREAD_ID,
-        "status": "completed",
-        "error": None,
-        "trigger_message_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
-        "created_at": "2026-03-01T10:15:00Z",
-        "started_at": "2026-03-01T10:15:01Z",
-        "finished_at": "2026-03-01T10:15:05Z",
+        **_RUN,
         "steps": [
             {
                 "id": "turn-1",
