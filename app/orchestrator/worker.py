@@ -158,9 +158,9 @@ class RunWorker:
         """Of the runs heard of and not claimable now, keep those still queued (waiting
         behind a running run); the rest were claimed elsewhere or cancelled."""
         if self._awaited:
-            awaited = list(self._awaited)
-            queued = await self.deps.write(lambda s: runs.still_queued(s, awaited))
-            self._awaited.intersection_update(queued | (self._awaited - set(awaited)))
+            asked = set(self._awaited)
+            queued = await self.deps.write(lambda s: runs.still_queued(s, list(asked)))
+            self._awaited -= asked - queued  # runs heard of meanwhile stay
 
     async def _execute(self, execution: RunExecution) -> None:
         try:
