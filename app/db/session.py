@@ -8,7 +8,8 @@ anything. A failing COMMIT therefore becomes `CommitFailedError`, answered as a 
 app/lib/problems.py), and the transaction is rolled back: nothing half-written, no 2xx.
 
 A handler that raises rolls back (the exception is thrown into the generator); a handler
-that returns commits, whatever status it chose. Keep this the only generator dependency
+that returns commits, whatever status it chose. GET and HEAD requests only read: their
+session runs without BEGIN/COMMIT on PostgreSQL (app/db/reads.py). Keep this the only generator dependency
 of a request: with several, Litestar runs their cleanups in a task group and a failed
 COMMIT would arrive wrapped in an ExceptionGroup (a 500).
 """
@@ -22,13 +23,17 @@ from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.types import Scope
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.db.reads import reading
 
 logger = logging.getLogger(__name__)
 
 # The key under which the SQLAlchemy plugin registers its own (uncommitted) session
 # provider; handlers ask for `db_session`, the committing one below.
 PLUGIN_SESSION_KEY = "db_session_uncommitted"
+READ_SESSIONS_KEY = "read_session_maker"
+_READ_METHODS = frozenset({"GET", "HEAD"})
 
 
 class CommitFailedError(Exception):
@@ -51,11 +56,24 @@ async def _commit(session: AsyncSession) -> None:
         raise CommitFailedError("the transaction could not be committed") from exc
 
 
+def _read_sessions(config: SQLAlchemyAsyncConfig, state: State) -> async_sessionmaker[AsyncSession]:
+    sessions = state.get(READ_SESSIONS_KEY)
+    if sessions is None:
+        sessions = state[READ_SESSIONS_KEY] = reading(state[config.session_maker_app_state_key])
+    return sessions
+
+
+def _request_session(config: SQLAlchemyAsyncConfig, state: State, scope: Scope) -> AsyncSession:
+    if scope.get("method") in _READ_METHODS:
+        return _read_sessions(config, state)()
+    return config.provide_session(state, scope)
+
+
 def session_dependency(config: SQLAlchemyAsyncConfig) -> Provide:
     """`db_session` for handlers: the plugin's request session, committed on return."""
 
     async def provide_db_session(state: State, scope: Scope) -> AsyncGenerator[AsyncSession, None]:
-        session = config.provide_session(state, scope)
+        session = _request_session(config, state, scope)
         try:
             try:
                 yield session

@@ -14,6 +14,7 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import Agent, Run, User
+from app.db.reads import reading
 from app.orchestrator.llm import ModelTarget, is_demo_model
 from app.settings import Settings
 from app.tools.executor import ToolCallCache
@@ -58,24 +59,38 @@ class RunnerDeps:
     slot_freed: Callable[[], None] = lambda: None  # the worker claims more runs at once
 
     _inflight: set[asyncio.Task[Any]] = field(default_factory=set)
+    # Sessions for work that only reads (no BEGIN/COMMIT on PostgreSQL: app/db/reads.py).
+    read_sessions: async_sessionmaker[AsyncSession] = field(init=False)
 
-    async def write(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
-        """One short transaction, committed explicitly (frames publish after commit).
+    def __post_init__(self) -> None:
+        self.read_sessions = reading(self.session_factory)
+
+    async def write(
+        self, work: Callable[[AsyncSession], Awaitable[T]], session: AsyncSession | None = None
+    ) -> T:
+        """One short transaction, committed explicitly (frames publish after commit): in a
+        new session, or in `session` (a tool call's held unit of work, app/tools/unit.py).
 
         Shielded: cancelling a run never abandons a transaction halfway (on SQLite that
         would hold the write lock; on PostgreSQL the thread row lock); the caller sees the
         cancellation at once and the transaction finishes in the background.
         """
-        task = asyncio.create_task(self._transaction(work))
+        return await asyncio.shield(self.background(self._transaction(work, session)))
+
+    def background(self, work: Awaitable[T]) -> asyncio.Task[T]:
+        """Database work that finishes even if its caller is cancelled (see `settle`)."""
+        task = asyncio.ensure_future(work)
         self._inflight.add(task)
         task.add_done_callback(_forget_write)
         task.add_done_callback(self._inflight.discard)
-        return await asyncio.shield(task)
+        return task
 
-    async def _transaction(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
-        async with self.session_factory() as session:
-            result = await work(session)
-            await session.commit()
+    async def _transaction(
+        self, work: Callable[[AsyncSession], Awaitable[T]], session: AsyncSession | None
+    ) -> T:
+        async with session or self.session_factory() as current:
+            result = await work(current)
+            await current.commit()
             return result
 
     async def settle(self) -> None:

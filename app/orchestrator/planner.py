@@ -153,7 +153,7 @@ class PlanExecution:
         query = args.get("query") if isinstance(args.get("query"), str) else None
         user_id = self.state.user.id
         try:
-            async with self.deps.session_factory() as session:
+            async with self.deps.read_sessions() as session:
                 found = (
                     await memories.search_memories(session, user_id, query, RECALL_LIMIT)
                     if query

@@ -172,7 +172,7 @@ class RunExecution:
             logger.exception("could not end run %s", self.run.id)
 
     async def _prepare(self) -> tuple[RunState, LoopSpec, list[dict[str, Any]]]:
-        async with self.deps.session_factory() as session:
+        async with self.deps.read_sessions() as session:
             context = repository.run_context(self.run.thread_id, self.run.agent_id)
             row = (await session.execute(context)).one_or_none()
             if row is None:

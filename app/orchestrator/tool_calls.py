@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from app.db.models import Agent, ThreadMessage
 from app.orchestrator import delegation
 from app.orchestrator.cell_stream import CellStream
@@ -31,6 +33,7 @@ from app.tools.executor import (
     with_preview,
 )
 from app.tools.toolsets import get_device_tool
+from app.tools.unit import CallUnit
 from app.tools.validation import ParsedCall, decode_arguments
 
 logger = logging.getLogger(__name__)
@@ -57,6 +60,7 @@ class PlannedCall:
     step_id: str | None = None  # the plan step this call executes (planner runs)
     message: ThreadMessage | None = field(default=None, repr=False)
     stream: CellStream | None = field(default=None, repr=False)  # while the tool runs
+    unit: CallUnit | None = field(default=None, repr=False)  # its writes, held for the cell
 
 
 def _input_of(arguments: str | dict[str, Any]) -> dict[str, Any] | None:
@@ -150,6 +154,7 @@ class ToolCallRunner:
         except asyncio.CancelledError:
             if planned.stream is not None:
                 planned.stream.abandon()
+            self._discard_unit(planned)  # a cancelled call leaves nothing behind
             raise
         except Exception:  # isolation: one broken call never takes its siblings down
             logger.exception("tool call %s (%s) failed in the runner", planned.id, planned.name)
@@ -177,6 +182,7 @@ class ToolCallRunner:
             if cell.status_of(planned.message.tool_activity) != cell.IN_PROGRESS:
                 return None
         planned.stream = self._stream(planned)
+        planned.unit = CallUnit(self.deps.session_factory)
         ctx = ToolContext(
             user=self.state.user,
             agent=spec.agent,
@@ -187,6 +193,7 @@ class ToolCallRunner:
             http=self.deps.http,
             settings=self.deps.settings,
             state=self.state.tool_state,
+            unit=planned.unit,
         )
         return await execute_tool_call(
             ctx,
@@ -209,6 +216,11 @@ class ToolCallRunner:
         assert message is not None
 
         async def write(activity: cell.Activity) -> None:
+            assert planned.unit is not None
+            async with planned.unit.held() as session:
+                if session is not None:  # joins the held unit: committed with the outcome
+                    await self._update(session, message, tool_activity=activity)
+                    return
             await self._write(planned, tool_activity=activity)
 
         settings = self.deps.settings
@@ -221,21 +233,34 @@ class ToolCallRunner:
         )
 
     async def _finish(self, planned: PlannedCall, result: ToolResult) -> None:
+        """The cell's final state, in one transaction with the call's own writes when it
+        succeeded; a failed call's writes are rolled back (the model was told it failed)."""
         assert planned.message is not None
         latest = await planned.stream.settled() if planned.stream is not None else None
         result = result if result.preview else with_preview(result)
+        unit = planned.unit.take() if planned.unit is not None else None
+        if unit is not None and not result.ok:
+            self.deps.background(unit.close())  # rolled back; the cell in a session of its own
+            unit = None
         await self._write(
             planned,
+            session=unit,
             tool_activity=cell.finished(latest or planned.message.tool_activity, result),
             content=result.to_model_content(),
         )
 
-    async def _write(self, planned: PlannedCall, **changes: Any) -> None:
+    def _discard_unit(self, planned: PlannedCall) -> None:
+        if planned.unit is not None:
+            self.deps.background(planned.unit.discard())
+
+    async def _write(
+        self, planned: PlannedCall, session: AsyncSession | None = None, **changes: Any
+    ) -> None:
         message = planned.message
         assert message is not None
+        await self.deps.write(lambda current: self._update(current, message, **changes), session)
 
-        async def work(session: Any) -> None:
-            session.add(message)  # re-attach the detached row: no SELECT needed
-            await update_message(session, message, **changes)
-
-        await self.deps.write(work)
+    @staticmethod
+    async def _update(session: AsyncSession, message: ThreadMessage, **changes: Any) -> None:
+        session.add(message)  # re-attach the detached row: no SELECT needed
+        await update_message(session, message, **changes)

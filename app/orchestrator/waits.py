@@ -63,7 +63,7 @@ async def waiting_message(
 
 
 async def _read(deps: RunnerDeps, message: ThreadMessage) -> ThreadMessage:
-    async with deps.session_factory() as session:
+    async with deps.read_sessions() as session:
         fresh = await session.get(ThreadMessage, message.id, populate_existing=True)
     return fresh or message
 

@@ -1,7 +1,8 @@
 """The database reads of the realtime path, each in its own short session.
 
 A socket can live for hours; holding a session (and a pooled connection) for it would
-exhaust the pool, so every read opens a session, commits and closes it.
+exhaust the pool, so every read opens a session of its own and closes it. They only read:
+on PostgreSQL without BEGIN/COMMIT (app/db/reads.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.accounts.services import user_for_token
 from app.db.models import Run, Thread, ThreadMessage
+from app.db.reads import reading
 from app.threads import repository
 
 
@@ -28,10 +30,10 @@ class CatchUp:
 
 class RealtimeStore:
     def __init__(self, session_maker: async_sessionmaker[AsyncSession]) -> None:
-        self._session_maker = session_maker
+        self._session_maker = reading(session_maker)
 
     async def user_id_for_token(self, raw_token: str) -> UUID | None:
-        async with self._session_maker.begin() as session:
+        async with self._session_maker() as session:
             user = await user_for_token(session, raw_token)
             return user.id if user is not None else None
 
@@ -42,7 +44,7 @@ class RealtimeStore:
         another user's. Read after the channel listens, `last_seq` bounds what the replay
         must cover: a cursor at it needs no message read, a thread with no message yet
         has no run either (a run starts with its message)."""
-        async with self._session_maker.begin() as session:
+        async with self._session_maker() as session:
             statement = repository.owned_thread(thread_id, user_id, Thread.last_seq)
             found = await session.scalar(statement)
             if found is None:
@@ -61,11 +63,11 @@ class RealtimeStore:
         self, thread_id: UUID, after_seq: int, limit: int
     ) -> list[ThreadMessage]:
         """Messages changed after `after_seq`, ascending seq (each at its latest version)."""
-        async with self._session_maker.begin() as session:
+        async with self._session_maker() as session:
             statement = repository.thread_messages_changed_after(thread_id, after_seq)
             rows = await session.scalars(statement.limit(limit))
             return list(rows)
 
     async def latest_run(self, thread_id: UUID) -> Run | None:
-        async with self._session_maker.begin() as session:
+        async with self._session_maker() as session:
             return await session.scalar(repository.latest_run(thread_id))

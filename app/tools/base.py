@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from app.db.models import Agent, User
     from app.settings import Settings
+    from app.tools.unit import CallUnit
 
 
 class ToolData(Schema, tag_field="type"):
@@ -133,12 +134,19 @@ class ToolContext:
     output: Callable[[str], Awaitable[None]] = _no_output
     # Per-run scratch shared by tools (e.g. the web search count).
     state: dict[str, Any] = field(default_factory=dict)
+    # Set by the orchestrator: the unit of work commits with the call's cell (unit.py).
+    unit: CallUnit | None = None
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
-        """The call's unit of work, owned by the caller: it commits when the block ends and
-        rolls back when the block raises. Tools call domain services inside it and never
-        commit themselves, so a refused change (raised by the service) leaves nothing."""
+        """The call's unit of work, owned by the caller: it commits when the block ends (or,
+        run by the orchestrator, with the call's outcome) and rolls back when the block
+        raises. Tools call domain services inside it and never commit themselves, so a
+        refused change (raised by the service) leaves nothing."""
+        if self.unit is not None:
+            async with self.unit.transaction() as session:
+                yield session
+            return
         async with self.session_factory() as session, session.begin():
             yield session
 

@@ -9,6 +9,7 @@ from typing import ClassVar
 import msgspec
 import yaml
 
+from app.tasks.services import create_task
 from app.tools.base import Tool, ToolContext, ToolResult
 from app.tools.registry import get_registry
 from app.tools.toolsets import DEFAULT_AGENT_TYPES_FILE
@@ -21,6 +22,7 @@ TEST_TOOLS = [
     "test_confirm",
     "test_gate",
     "test_stream",
+    "test_write",
 ]
 
 
@@ -128,6 +130,28 @@ class StreamTool(Tool):
         return ToolResult.success({"chunks": params.chunks}, display_message="Streamed")
 
 
+class WriteParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    title: str
+    fail: bool = False
+
+
+class WriteTool(Tool):
+    """Creates a task, reporting progress inside its unit of work; `fail`: then says the
+    call failed anyway (its change must not be kept)."""
+
+    name = "test_write"
+    description = "Create a task, then maybe fail."
+    actions: ClassVar = {"write": WriteParams}
+
+    async def write_action(self, ctx: ToolContext, params: WriteParams) -> ToolResult:
+        async with ctx.transaction() as session:
+            await ctx.progress(display_message=f"Writing {params.title}")
+            task = await create_task(session, ctx.user.id, title=params.title)
+        if params.fail:
+            return ToolResult.failure("Refused after writing.", "user_error")
+        return ToolResult.success({"task_id": str(task.id)}, display_message="Written")
+
+
 def register_test_tools() -> None:
     registry = get_registry()
     tools = (
@@ -138,6 +162,7 @@ def register_test_tools() -> None:
         ConfirmTool(),
         GateTool(),
         StreamTool(),
+        WriteTool(),
     )
     for tool in tools:
         if tool.name not in registry:

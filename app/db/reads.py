@@ -1,0 +1,35 @@
+"""Sessions for read-only work: on PostgreSQL, without BEGIN and COMMIT.
+
+Under READ COMMITTED (PostgreSQL's default, and ours) every statement of a transaction
+takes its own snapshot, so wrapping reads in a transaction gives them nothing that
+autocommit does not, and costs two round trips (BEGIN, COMMIT) of the three or four a
+short read makes. A session of `reading(...)` runs each statement on its own instead.
+The isolation level is a flag of the driver's connection (set on checkout, reset on
+checkin, no round trip), so these sessions share the pool of the sessions they come from.
+
+SQLite keeps its sessions: pysqlite opens no transaction for a SELECT anyway, and
+switching a connection's mode would cost two thread hops.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+
+def read_engine(engine: AsyncEngine) -> AsyncEngine:
+    """`engine` for read-only work (an option view of it: same pool)."""
+    if engine.dialect.name != "postgresql":
+        return engine
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
+def reading(sessions: async_sessionmaker[AsyncSession]) -> async_sessionmaker[AsyncSession]:
+    """Sessions like `sessions`' for work that only reads."""
+    engine = sessions.kw.get("bind")
+    if not isinstance(engine, AsyncEngine) or engine.dialect.name != "postgresql":
+        return sessions
+    options = {key: value for key, value in sessions.kw.items() if key != "bind"}
+    return async_sessionmaker(read_engine(engine), class_=sessions.class_, **options)
+
+
+__all__ = ("read_engine", "reading")
