@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+_READS_ONLY = "reads_only"
+
 
 def read_engine(engine: AsyncEngine) -> AsyncEngine:
     """`engine` for read-only work (an option view of it: same pool)."""
@@ -29,7 +31,13 @@ def reading(sessions: async_sessionmaker[AsyncSession]) -> async_sessionmaker[As
     if not isinstance(engine, AsyncEngine) or engine.dialect.name != "postgresql":
         return sessions
     options = {key: value for key, value in sessions.kw.items() if key != "bind"}
+    options["info"] = {**options.get("info", {}), _READS_ONLY: True}
     return async_sessionmaker(read_engine(engine), class_=sessions.class_, **options)
 
 
-__all__ = ("read_engine", "reading")
+def runs_statements_alone(session: AsyncSession) -> bool:
+    """A session of `reading(...)` on PostgreSQL: each statement committed as it ran."""
+    return bool(session.info.get(_READS_ONLY))
+
+
+__all__ = ("read_engine", "reading", "runs_statements_alone")

@@ -25,7 +25,7 @@ from litestar.di import Provide
 from litestar.types import Scope
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.db.reads import reading
+from app.db.reads import reading, runs_statements_alone
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +69,15 @@ def _request_session(config: SQLAlchemyAsyncConfig, state: State, scope: Scope) 
     return config.provide_session(state, scope)
 
 
+def _needs_commit(session: AsyncSession) -> bool:
+    """An unused session (authentication alone, from the token cache, uses none) and a
+    reading one (its statements committed as they ran) have nothing to commit; committing
+    would still begin and end a transaction in SQLAlchemy, listeners and all."""
+    if session.new or session.dirty or session.deleted:
+        return True  # unflushed changes: the commit writes them
+    return session.in_transaction() and not runs_statements_alone(session)
+
+
 def session_dependency(config: SQLAlchemyAsyncConfig) -> Provide:
     """`db_session` for handlers: the plugin's request session, committed on return."""
 
@@ -80,7 +89,8 @@ def session_dependency(config: SQLAlchemyAsyncConfig) -> Provide:
             except BaseException:
                 await _rollback_quietly(session)
                 raise
-            await _commit(session)
+            if _needs_commit(session):
+                await _commit(session)
         finally:
             # Give the connection back before the response is sent (the pool is the
             # process's connection budget); the plugin's before-send hook closes it again,

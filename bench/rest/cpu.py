@@ -48,7 +48,11 @@ async def run(url: str, requests: int, profile: str | None) -> None:
         for name, (path, headers) in paths.items():
             for _ in range(200):  # warm-up
                 assert (await http.get(path, headers=headers)).status_code == 200
-            profiler = cProfile.Profile() if profile and name == "page" else None
+            profiler = (
+                cProfile.Profile()
+                if profile and name == os.environ.get("BENCH_PROFILE_PATH", "page")
+                else None
+            )
             if profiler:
                 profiler.enable()
             started = time.process_time()
