@@ -77,6 +77,11 @@ class RunnerDeps:
         """
         return await asyncio.shield(self.background(self._transaction(work, session)))
 
+    async def write_alone(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+        """`write` for work of one statement (atomic by itself): on PostgreSQL without
+        BEGIN/COMMIT around it (app/db/reads.py); frames still publish after it."""
+        return await self.write(work, self.read_sessions())
+
     def background(self, work: Awaitable[T]) -> asyncio.Task[T]:
         """Database work that finishes even if its caller is cancelled (see `settle`)."""
         task = asyncio.ensure_future(work)

@@ -136,7 +136,7 @@ class RunWorker:
             self._saturated = slots <= 0
             if self._saturated:
                 return
-            claimed = await self.deps.write(
+            claimed = await self.deps.write_alone(  # one UPDATE … RETURNING
                 lambda s, slots=slots: runs.claim_runs(
                     s,
                     self.deps.owner,

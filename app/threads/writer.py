@@ -10,7 +10,12 @@ work: prebuilt Core statements, the ORM instance brought up to date with
 `set_committed_value` (as a flush would leave it). On PostgreSQL the bump and the row
 update are one statement (a data-modifying CTE): one round trip instead of two, and the
 thread row is still locked until commit. Rows that are not plainly persistent in this
-session, and creates, take the ORM path.
+session take the ORM path.
+
+Creates on PostgreSQL are one statement too (the bump as a CTE, the rows INSERTed from
+it with every column given: client-side defaults filled in here), the new instances added
+to the session as persistent, as a flush would leave them. On SQLite (no round trips to
+save) creates take the ORM path.
 """
 
 from __future__ import annotations
@@ -18,9 +23,19 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Update, bindparam, inspect, update
+from sqlalchemy import (
+    Insert,
+    Update,
+    bindparam,
+    insert,
+    inspect,
+    select,
+    union_all,
+    update,
+)
 from sqlalchemy.exc import NoResultFound
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db.models import Thread, ThreadMessage
@@ -84,12 +99,7 @@ async def _bump(
 async def create_message(
     session: AsyncSession, thread_id: UUID, *, role: str, **fields: Any
 ) -> ThreadMessage:
-    await _autoflush(session)
-    seq, position = await _bump(session, thread_id, 1, new=True)
-    message = ThreadMessage(thread_id=thread_id, role=role, seq=seq, position=position, **fields)
-    session.add(message)
-    await session.flush()
-    message_changed(session, message)
+    [message] = await create_messages(session, thread_id, [{"role": role, **fields}])
     return message
 
 
@@ -102,6 +112,12 @@ async def create_messages(
         return []
     count = len(rows)
     await _autoflush(session)
+    postgres = session.get_bind().dialect.name == "postgresql"
+    if postgres and all(fields.keys() <= _MESSAGE_COLUMNS for fields in rows):
+        messages = await _insert_after_bump(session, thread_id, rows)
+        for message in messages:
+            message_changed(session, message)
+        return messages
     last_seq, last_position = await _bump(session, thread_id, count, new=True)
     first_seq, first_position = last_seq - count + 1, last_position - count + 1
     messages = [
@@ -206,3 +222,95 @@ def _bump_and_update(names: tuple[str, ...]) -> Update:
         )
         _combined_updates[names] = statement
     return statement
+
+
+# -- creates on PostgreSQL: one statement ------------------------------------------------
+_INSERTED = tuple(c.key for c in _messages.c if c.key not in ("seq", "position"))
+# column key -> the mapped attribute's name (the insert sentinel's differ)
+_ATTRIBUTE = {c.key: ThreadMessage.__mapper__.get_property_by_column(c).key for c in _messages.c}
+_inserts: dict[int, Insert] = {}
+
+
+def _row_values(thread_id: UUID, fields: dict[str, Any], now: Any) -> dict[str, Any]:
+    """Every column of a new row but seq and position: the fields given, the columns'
+    client-side defaults (as a flush would fill them in) for the rest."""
+    values: dict[str, Any] = {"thread_id": thread_id, "created_at": now, "updated_at": now}
+    for column in _messages.c:
+        key = column.key
+        if key in values or key in ("seq", "position"):
+            continue
+        default = column.default
+        if key in fields:
+            values[key] = fields[key]
+        elif key == "id":
+            values[key] = default.arg(None)  # type: ignore[union-attr]  # uuid7, as a flush
+        elif default is not None and default.is_scalar:
+            values[key] = default.arg
+        else:
+            values[key] = None
+    return values
+
+
+def _insert_rows(count: int) -> Insert:
+    """WITH bump AS (UPDATE threads … RETURNING) INSERT INTO thread_messages SELECT … FROM
+    bump, one SELECT per row: seqs and positions consecutive up to the bumped ones."""
+    statement = _inserts.get(count)
+    if statement is None:
+        bump = (
+            update(_threads)
+            .where(_threads.c.id == bindparam("b_thread"))
+            .values(
+                last_seq=_threads.c.last_seq + count,
+                message_count=_threads.c.message_count + count,
+                last_activity_at=bindparam("b_now"),
+            )
+            .returning(_threads.c.last_seq, _threads.c.message_count)
+            .cte("bump")
+        )
+        selects = [
+            select(
+                *(bindparam(f"r{i}_{key}", type_=_messages.c[key].type) for key in _INSERTED),
+                (bump.c.last_seq - (count - 1 - i)).label("seq"),
+                (bump.c.message_count - (count - 1 - i)).label("position"),
+            ).select_from(bump)
+            for i in range(count)
+        ]
+        rows = selects[0] if count == 1 else union_all(*selects)
+        statement = (
+            insert(_messages)
+            .from_select([*_INSERTED, "seq", "position"], rows)
+            .returning(_messages.c.id, _messages.c.seq, _messages.c.position)
+        )
+        statement = statement.add_cte(bump) if count > 1 else statement
+        _inserts[count] = statement
+    return statement
+
+
+async def _insert_after_bump(
+    session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
+) -> list[ThreadMessage]:
+    now = utcnow()
+    values = [_row_values(thread_id, fields, now) for fields in rows]
+    params: dict[str, Any] = {"b_thread": thread_id, "b_now": now}
+    for i, row in enumerate(values):
+        params.update({f"r{i}_{key}": row[key] for key in _INSERTED})
+    placed = {
+        row.id: (int(row.seq), int(row.position))
+        for row in await session.execute(_insert_rows(len(values)), params)
+    }
+    if len(placed) != len(values):
+        raise NoResultFound(f"no thread {thread_id}")
+    last_seq = max(seq for seq, _ in placed.values())
+    count = max(position for _, position in placed.values())
+    _sync_thread(
+        session, thread_id, {"last_seq": last_seq, "message_count": count, "last_activity_at": now}
+    )
+    messages = []
+    for row in values:
+        seq, position = placed[row["id"]]
+        message = ThreadMessage(**{_ATTRIBUTE[key]: value for key, value in row.items()})
+        message.seq, message.position = seq, position
+        make_transient_to_detached(message)  # as a flush leaves it: persistent, clean
+        session.add(message)
+        messages.append(message)
+    return messages

@@ -1,0 +1,60 @@
+"""The single writer's creates (app/threads/writer.py): on PostgreSQL one statement with
+the thread's bump, on SQLite through the unit of work; either way the same rows, the
+same instances, the same thread counters."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from httpx import AsyncClient
+from sqlalchemy import inspect, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Thread, ThreadMessage
+from app.threads import activity as cell
+from app.threads.writer import create_message, create_messages, update_message
+from app.tools.base import ToolResult
+from tests.api.support import create_thread
+from tests.conftest import ApiUser
+
+
+async def test_created_messages_are_complete_persistent_and_counted(
+    client: AsyncClient, db: AsyncSession, alice: ApiUser
+) -> None:
+    thread_id = UUID((await create_thread(client, alice))["id"])
+    started = cell.started("call_1", "tasks", {"action": "list"})
+    thread = await db.get(Thread, thread_id)  # loaded: it must see the bump
+    first = await create_message(db, thread_id, role="user", content="hi")
+    calls = [{"id": "call_1", "type": "function", "function": {"name": "tasks", "arguments": "{}"}}]
+    rows = [
+        {"role": "assistant", "content": None, "is_user_facing": False, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "call_1", "tool_activity": started},
+    ]
+    created = await create_messages(db, thread_id, rows)
+    messages = [first, *created]
+    assert [m.seq for m in messages] == [1, 2, 3]
+    assert [m.position for m in messages] == [1, 2, 3]
+    assert thread is not None and (thread.last_seq, thread.message_count) == (3, 3)
+    for message in messages:  # as a flush leaves them: persistent, nothing pending
+        state = inspect(message)
+        assert state.persistent and not state.modified
+        assert message.id.version == 7 and None not in (message.created_at, message.updated_at)
+    assert first.is_user_facing and not created[0].is_user_facing  # the column default
+    # usable in the same transaction like any flushed row
+    finished = cell.finished(started, ToolResult.success({"count": 0}))
+    await update_message(db, created[1], tool_activity=finished)
+    await db.commit()
+
+    db.expire_all()
+    stored = list(
+        await db.scalars(
+            select(ThreadMessage).where(ThreadMessage.thread_id == thread_id).order_by("seq")
+        )
+    )
+    assert [(m.role, m.position) for m in stored] == [("user", 1), ("assistant", 2), ("tool", 3)]
+    assert stored[1].tool_calls == calls and stored[2].tool_call_id == "call_1"
+    assert stored[2].tool_activity == finished and stored[2].seq == 4
+    assert [m.id for m in stored] == [m.id for m in messages]
+    stored_thread = await db.get(Thread, thread_id)
+    assert stored_thread is not None
+    assert (stored_thread.last_seq, stored_thread.message_count) == (4, 3)
