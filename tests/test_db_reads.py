@@ -11,8 +11,9 @@ from litestar import Litestar
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.db.outbox import on_commit
 from app.db.reads import reading
-from app.db.session import _request_session
+from app.db.session import _needs_commit, _request_session
 
 
 async def _shares_a_transaction(session: AsyncSession) -> bool:
@@ -53,3 +54,24 @@ async def test_requests_that_only_read_get_a_reading_session(
         finally:
             await session.close()
         assert alone == reads, method
+
+
+async def test_a_request_commits_only_what_needs_it(
+    session_factory: async_sessionmaker[AsyncSession], dialect: str
+) -> None:
+    """Unused or read-only: nothing to commit (PostgreSQL's reading sessions committed
+    each statement, SQLite opened no transaction for a SELECT); written, or with work
+    waiting for the commit: committed."""
+    async with session_factory() as session:
+        assert not await _needs_commit(session)  # unused
+        await session.execute(text("SELECT 1"))
+        # a plain session on PostgreSQL is in a transaction; on SQLite it only read
+        assert await _needs_commit(session) == (dialect == "postgresql")
+        on_commit(session, lambda: None)
+        assert await _needs_commit(session)
+    async with reading(session_factory)() as session:
+        await session.execute(text("SELECT 1"))
+        assert not await _needs_commit(session)
+    async with session_factory() as session:
+        await session.execute(text("UPDATE users SET email = email WHERE 1 = 0"))
+        assert await _needs_commit(session)

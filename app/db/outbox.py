@@ -25,6 +25,11 @@ def on_commit(session: AsyncSession | Session, fn: Callable[[], Any]) -> None:
     session.info.setdefault(_KEY, []).append(fn)
 
 
+def has_pending(session: AsyncSession | Session) -> bool:
+    """Whether work waits for this session's commit."""
+    return bool(session.info.get(_KEY))
+
+
 @event.listens_for(Session, "after_commit")
 def _run(session: Session) -> None:
     for fn in session.info.pop(_KEY, ()):

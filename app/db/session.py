@@ -25,6 +25,7 @@ from litestar.di import Provide
 from litestar.types import Scope
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.db import outbox, sqlite_writers
 from app.db.reads import reading, runs_statements_alone
 
 logger = logging.getLogger(__name__)
@@ -69,13 +70,19 @@ def _request_session(config: SQLAlchemyAsyncConfig, state: State, scope: Scope) 
     return config.provide_session(state, scope)
 
 
-def _needs_commit(session: AsyncSession) -> bool:
-    """An unused session (authentication alone, from the token cache, uses none) and a
-    reading one (its statements committed as they ran) have nothing to commit; committing
-    would still begin and end a transaction in SQLAlchemy, listeners and all."""
-    if session.new or session.dirty or session.deleted:
-        return True  # unflushed changes: the commit writes them
-    return session.in_transaction() and not runs_statements_alone(session)
+async def _needs_commit(session: AsyncSession) -> bool:
+    """An unused session (authentication alone, from the token cache, uses none), a
+    reading one (its statements committed as they ran) and, on SQLite, one that only read
+    (pysqlite opens no transaction for a SELECT) have nothing to commit, unless work waits
+    for the commit (app/db/outbox.py); committing would
+    still begin and end a transaction in SQLAlchemy, listeners and all, and on SQLite cost
+    a trip to the driver's thread."""
+    if session.new or session.dirty or session.deleted or outbox.has_pending(session):
+        return True  # unflushed changes (the commit writes them), after-commit work
+    if not session.in_transaction() or runs_statements_alone(session):
+        return False
+    wrote = sqlite_writers.has_written((await session.connection()).sync_connection)
+    return wrote is not False  # unknown: commit
 
 
 def session_dependency(config: SQLAlchemyAsyncConfig) -> Provide:
@@ -89,7 +96,7 @@ def session_dependency(config: SQLAlchemyAsyncConfig) -> Provide:
             except BaseException:
                 await _rollback_quietly(session)
                 raise
-            if _needs_commit(session):
+            if await _needs_commit(session):
                 await _commit(session)
         finally:
             # Give the connection back before the response is sent (the pool is the

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import await_only
 
 _HELD = "sqlite_write_lock"
+_queued: weakref.WeakSet[Any] = weakref.WeakSet()  # engines whose writers queue here
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
     weakref.WeakKeyDictionary()
@@ -83,3 +84,13 @@ def install(engine: AsyncEngine, busy_timeout_seconds: float) -> None:
     # A session gives its connection back once its transaction has committed or rolled
     # back (the engine's own commit event fires before SQLite has committed).
     event.listen(sync_engine.pool, "checkin", release)
+    _queued.add(sync_engine)
+
+
+def has_written(connection: Any) -> bool | None:
+    """Whether `connection` (a SQLAlchemy Connection) wrote since it was checked out: it
+    then holds the write lock until it goes back to the pool. None: not known (not a
+    queued SQLite engine)."""
+    if connection.engine not in _queued:
+        return None
+    return connection.info.get(_HELD) is not None
