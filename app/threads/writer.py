@@ -12,10 +12,10 @@ update are one statement (a data-modifying CTE): one round trip instead of two, 
 thread row is still locked until commit. Rows that are not plainly persistent in this
 session take the ORM path.
 
-Creates on PostgreSQL are one statement too (the bump as a CTE, the rows INSERTed from
-it with every column given: client-side defaults filled in here), the new instances added
-to the session as persistent, as a flush would leave them. On SQLite (no round trips to
-save) creates take the ORM path.
+Creates skip the unit of work too: every column given (client-side defaults filled in
+here), the new instances added to the session as persistent, as a flush would leave them.
+On PostgreSQL a create is one statement (the bump as a CTE, the rows INSERTed from it);
+on SQLite the bump, then the rows in one executemany.
 """
 
 from __future__ import annotations
@@ -107,17 +107,23 @@ async def create_messages(
     session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
 ) -> list[ThreadMessage]:
     """Several new messages (each a dict of fields incl. `role`) with one thread bump and
-    one flush: consecutive seqs and positions, as if created one by one in this order."""
+    one write of the rows: consecutive seqs and positions, as if created one by one."""
     if not rows:
         return []
-    count = len(rows)
     await _autoflush(session)
-    postgres = session.get_bind().dialect.name == "postgresql"
-    if postgres and all(fields.keys() <= _MESSAGE_COLUMNS for fields in rows):
-        messages = await _insert_after_bump(session, thread_id, rows)
-        for message in messages:
-            message_changed(session, message)
-        return messages
+    if all(fields.keys() <= _MESSAGE_COLUMNS for fields in rows):
+        messages = await _insert(session, thread_id, rows)
+    else:  # e.g. an id given: the unit of work
+        messages = await _create_with_orm(session, thread_id, rows)
+    for message in messages:
+        message_changed(session, message)
+    return messages
+
+
+async def _create_with_orm(
+    session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
+) -> list[ThreadMessage]:
+    count = len(rows)
     last_seq, last_position = await _bump(session, thread_id, count, new=True)
     first_seq, first_position = last_seq - count + 1, last_position - count + 1
     messages = [
@@ -126,8 +132,6 @@ async def create_messages(
     ]
     session.add_all(messages)
     await session.flush()
-    for message in messages:
-        message_changed(session, message)
     return messages
 
 
@@ -286,11 +290,22 @@ def _insert_rows(count: int) -> Insert:
     return statement
 
 
-async def _insert_after_bump(
+async def _insert(
     session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
 ) -> list[ThreadMessage]:
     now = utcnow()
     values = [_row_values(thread_id, fields, now) for fields in rows]
+    if session.get_bind().dialect.name == "postgresql":
+        placed = await _insert_after_bump(session, thread_id, values, now)
+    else:
+        placed = await _bump_then_insert(session, thread_id, values)
+    return [_persistent(session, row, *placed[row["id"]]) for row in values]
+
+
+async def _insert_after_bump(
+    session: AsyncSession, thread_id: UUID, values: list[dict[str, Any]], now: Any
+) -> dict[UUID, tuple[int, int]]:
+    """PostgreSQL: one statement. Each new row's (seq, position) by id."""
     params: dict[str, Any] = {"b_thread": thread_id, "b_now": now}
     for i, row in enumerate(values):
         params.update({f"r{i}_{key}": row[key] for key in _INSERTED})
@@ -305,12 +320,32 @@ async def _insert_after_bump(
     _sync_thread(
         session, thread_id, {"last_seq": last_seq, "message_count": count, "last_activity_at": now}
     )
-    messages = []
-    for row in values:
-        seq, position = placed[row["id"]]
-        message = ThreadMessage(**{_ATTRIBUTE[key]: value for key, value in row.items()})
-        message.seq, message.position = seq, position
-        make_transient_to_detached(message)  # as a flush leaves it: persistent, clean
-        session.add(message)
-        messages.append(message)
-    return messages
+    return placed
+
+
+async def _bump_then_insert(
+    session: AsyncSession, thread_id: UUID, values: list[dict[str, Any]]
+) -> dict[UUID, tuple[int, int]]:
+    """SQLite: the bump, then the rows in one executemany (no unit of work)."""
+    count = len(values)
+    last_seq, last_position = await _bump(session, thread_id, count, new=True)
+    placed = {
+        row["id"]: (last_seq - count + 1 + i, last_position - count + 1 + i)
+        for i, row in enumerate(values)
+    }
+    rows = [
+        {**row, "seq": placed[row["id"]][0], "position": placed[row["id"]][1]} for row in values
+    ]
+    await session.execute(insert(_messages), rows)
+    return placed
+
+
+def _persistent(
+    session: AsyncSession, row: dict[str, Any], seq: int, position: int
+) -> ThreadMessage:
+    """The stored row as an instance of `session`, as a flush leaves it: persistent, clean."""
+    message = ThreadMessage(**{_ATTRIBUTE[key]: value for key, value in row.items()})
+    message.seq, message.position = seq, position
+    make_transient_to_detached(message)
+    session.add(message)
+    return message

@@ -1,6 +1,6 @@
 """The single writer's creates (app/threads/writer.py): on PostgreSQL one statement with
-the thread's bump, on SQLite through the unit of work; either way the same rows, the
-same instances, the same thread counters."""
+the thread's bump, on SQLite the bump and one executemany, past the unit of work either
+way; the rows, instances and thread counters are what a flush would have left."""
 
 from __future__ import annotations
 
