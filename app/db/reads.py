@@ -1,4 +1,5 @@
-"""Sessions for read-only work: on PostgreSQL, without BEGIN and COMMIT.
+"""Sessions for read-only work (or one statement, atomic by itself): on PostgreSQL,
+without BEGIN and COMMIT.
 
 Under READ COMMITTED (PostgreSQL's default, and ours) every statement of a transaction
 takes its own snapshot, so wrapping reads in a transaction gives them nothing that
@@ -18,13 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 _READS_ONLY = "reads_only"
 
 
-def read_engine(engine: AsyncEngine) -> AsyncEngine:
-    """`engine` for read-only work (an option view of it: same pool)."""
-    if engine.dialect.name != "postgresql":
-        return engine
-    return engine.execution_options(isolation_level="AUTOCOMMIT")
-
-
 def reading(sessions: async_sessionmaker[AsyncSession]) -> async_sessionmaker[AsyncSession]:
     """Sessions like `sessions`' for work that only reads."""
     engine = sessions.kw.get("bind")
@@ -32,7 +26,8 @@ def reading(sessions: async_sessionmaker[AsyncSession]) -> async_sessionmaker[As
         return sessions
     options = {key: value for key, value in sessions.kw.items() if key != "bind"}
     options["info"] = {**options.get("info", {}), _READS_ONLY: True}
-    return async_sessionmaker(read_engine(engine), class_=sessions.class_, **options)
+    autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")  # same pool
+    return async_sessionmaker(autocommit, class_=sessions.class_, **options)
 
 
 def runs_statements_alone(session: AsyncSession) -> bool:
@@ -40,4 +35,4 @@ def runs_statements_alone(session: AsyncSession) -> bool:
     return bool(session.info.get(_READS_ONLY))
 
 
-__all__ = ("read_engine", "reading", "runs_statements_alone")
+__all__ = ("reading", "runs_statements_alone")

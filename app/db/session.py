@@ -8,9 +8,9 @@ anything. A failing COMMIT therefore becomes `CommitFailedError`, answered as a 
 app/lib/problems.py), and the transaction is rolled back: nothing half-written, no 2xx.
 
 A handler that raises rolls back (the exception is thrown into the generator); a handler
-that returns commits, whatever status it chose. GET and HEAD requests only read: their
-session runs without BEGIN/COMMIT on PostgreSQL (app/db/reads.py). Keep this the only generator dependency
-of a request: with several, Litestar runs their cleanups in a task group and a failed
+that returns commits, whatever status it chose, when there is anything to commit. GET and
+HEAD requests only read: their session runs without BEGIN/COMMIT on PostgreSQL
+(app/db/reads.py). Keep this the only generator dependency of a request: with several, Litestar runs their cleanups in a task group and a failed
 COMMIT would arrive wrapped in an ExceptionGroup (a 500).
 """
 
@@ -74,9 +74,9 @@ async def _needs_commit(session: AsyncSession) -> bool:
     """An unused session (authentication alone, from the token cache, uses none), a
     reading one (its statements committed as they ran) and, on SQLite, one that only read
     (pysqlite opens no transaction for a SELECT) have nothing to commit, unless work waits
-    for the commit (app/db/outbox.py); committing would
-    still begin and end a transaction in SQLAlchemy, listeners and all, and on SQLite cost
-    a trip to the driver's thread."""
+    for the commit (app/db/outbox.py). Committing them would still begin and end a
+    transaction in SQLAlchemy, listeners and all, and on SQLite cost a trip to the
+    driver's thread."""
     if session.new or session.dirty or session.deleted or outbox.has_pending(session):
         return True  # unflushed changes (the commit writes them), after-commit work
     if not session.in_transaction() or runs_statements_alone(session):

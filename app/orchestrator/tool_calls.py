@@ -238,10 +238,9 @@ class ToolCallRunner:
         assert planned.message is not None
         latest = await planned.stream.settled() if planned.stream is not None else None
         result = result if result.preview else with_preview(result)
-        unit = planned.unit.take() if planned.unit is not None else None
-        if unit is not None and not result.ok:
-            self.deps.background(unit.close())  # rolled back; the cell in a session of its own
-            unit = None
+        if not result.ok:
+            self._discard_unit(planned)  # the cell goes in a session of its own
+        unit = planned.unit.take() if planned.unit is not None and result.ok else None
         await self._write(
             planned,
             session=unit,

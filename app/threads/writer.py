@@ -228,31 +228,24 @@ def _bump_and_update(names: tuple[str, ...]) -> Update:
     return statement
 
 
-# -- creates on PostgreSQL: one statement ------------------------------------------------
+# -- creates: past the unit of work --------------------------------------------------
 _INSERTED = tuple(c.key for c in _messages.c if c.key not in ("seq", "position"))
 # column key -> the mapped attribute's name (the insert sentinel's differ)
 _ATTRIBUTE = {c.key: ThreadMessage.__mapper__.get_property_by_column(c).key for c in _messages.c}
+# What a flush fills in for a column not given: its scalar default (or NULL), a new id.
+_DEFAULTS = {
+    c.key: c.default.arg if c.default is not None and c.default.is_scalar else None
+    for c in _messages.c
+    if c.key not in ("id", "seq", "position")
+}
+_new_id = _messages.c.id.default.arg  # type: ignore[union-attr]  # uuid7
 _inserts: dict[int, Insert] = {}
 
 
 def _row_values(thread_id: UUID, fields: dict[str, Any], now: Any) -> dict[str, Any]:
-    """Every column of a new row but seq and position: the fields given, the columns'
-    client-side defaults (as a flush would fill them in) for the rest."""
-    values: dict[str, Any] = {"thread_id": thread_id, "created_at": now, "updated_at": now}
-    for column in _messages.c:
-        key = column.key
-        if key in values or key in ("seq", "position"):
-            continue
-        default = column.default
-        if key in fields:
-            values[key] = fields[key]
-        elif key == "id":
-            values[key] = default.arg(None)  # type: ignore[union-attr]  # uuid7, as a flush
-        elif default is not None and default.is_scalar:
-            values[key] = default.arg
-        else:
-            values[key] = None
-    return values
+    """Every column of a new row but seq and position, as a flush would write it."""
+    defaults = {"created_at": now, "updated_at": now}
+    return {**_DEFAULTS, **defaults, **fields, "id": _new_id(None), "thread_id": thread_id}
 
 
 def _insert_rows(count: int) -> Insert:
