@@ -25,7 +25,8 @@ async def list_agents(session: AsyncSession, user: User) -> list[Agent]:
 
 
 async def get_visible_agent(session: AsyncSession, user: User, agent_id: UUID) -> Agent:
-    agent = await session.scalar(repository.visible_agent(user, agent_id))
+    params = {"user_id": user.id, "agent_id": agent_id}
+    agent = await session.scalar(repository.VISIBLE_AGENT, params)
     if agent is None:
         raise ProblemException(404, "Agent not found.")
     return agent

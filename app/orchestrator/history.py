@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import ThreadMessage
@@ -22,6 +22,12 @@ from app.threads.activity import INTERRUPTED, failure_content
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the tools when they help."
 HISTORY_LIMIT = 400  # rows read; the context window trims further
+_LATEST = (  # built once: every run reads it
+    select(ThreadMessage)
+    .where(ThreadMessage.thread_id == bindparam("thread_id"))
+    .order_by(ThreadMessage.position.desc())
+    .limit(HISTORY_LIMIT)
+)
 
 
 def _ordered(rows: list[ThreadMessage], until_run: UUID | None = None) -> list[ThreadMessage]:
@@ -96,14 +102,7 @@ def to_model_messages(
 async def load_history(
     session: AsyncSession, thread_id: UUID, system_prompt: str | None, run_id: UUID | None = None
 ) -> list[dict[str, Any]]:
-    rows = list(
-        await session.scalars(
-            select(ThreadMessage)
-            .where(ThreadMessage.thread_id == thread_id)
-            .order_by(ThreadMessage.position.desc())
-            .limit(HISTORY_LIMIT)
-        )
-    )
+    rows = list(await session.scalars(_LATEST, {"thread_id": thread_id}))
     messages = to_model_messages(rows, run_id)
     while messages and messages[0]["role"] == "tool":
         messages.pop(0)  # the read window cut a turn in half

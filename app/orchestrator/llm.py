@@ -37,6 +37,7 @@ os.environ.setdefault("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", "True")
 import aiohttp
 import httpx
 import litellm
+import msgspec
 from litellm.llms.custom_llm import CustomLLM
 
 from app.observability import calls, metrics
@@ -384,6 +385,18 @@ def _groups(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return groups
 
 
+def _rough_chars(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
+    """The prompt's size as JSON (keys and quotes included: an over-estimate). Encoded in
+    C: `str()` of the tool schemas alone cost more than the rest of a model call's setup."""
+    try:
+        return len(_json(messages)) + len(_json(tools or []))
+    except (TypeError, msgspec.EncodeError):  # not JSON (a provider object): repr it
+        return len(str(messages)) + len(str(tools or ""))
+
+
+_json = msgspec.json.Encoder().encode
+
+
 def fit_to_context(
     model: str,
     messages: list[dict[str, Any]],
@@ -395,10 +408,7 @@ def fit_to_context(
     """Drop the oldest turns until the prompt fits; system messages and the last turn stay."""
     budget = max(256, window - reserve)
     # Cheap bound first: ~1 token per 3 characters is generous for every tokenizer here.
-    chars = sum(
-        len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in messages
-    )
-    if (chars + len(str(tools or ""))) // 3 < budget:
+    if _rough_chars(messages, tools) // 3 < budget:
         return messages
     system = [m for m in messages if m.get("role") == "system"]
     groups = _groups([m for m in messages if m.get("role") != "system"])

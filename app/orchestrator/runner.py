@@ -1,7 +1,7 @@
 """The loop of one run: model turn -> tool calls -> model turn … -> the answer.
 
-The run's agent streams its text into an assistant message (created on the first delta,
-deltas published ephemerally, the final text written at the end); its tool calls become
+The run's agent streams its text into an assistant message (reply.py: created once the
+first delta came, deltas published ephemerally, the final text written at the end); its tool calls become
 tool messages. A specialist the agent delegates to runs the same loop with its own
 toolset; its tool activities land in the same thread (marked `input.delegated_by`) and
 its answer is the delegating call's result.
@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Agent, Run, RunStatus, ThreadMessage
+from app.db.models import Agent, Run, RunStatus
 from app.orchestrator import delegation, planner, runs
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.delegation import (
@@ -37,9 +37,10 @@ from app.orchestrator.outage import (
     database_unreachable,
     write_retrying,
 )
+from app.orchestrator.reply import ReplyStream
 from app.orchestrator.tool_calls import PlannedCall, ToolCallRunner, plan_call, tool_message_fields
-from app.threads import changes, repository
-from app.threads.writer import create_message, create_messages, update_message
+from app.threads import repository
+from app.threads.writer import create_message, create_messages
 from app.tools.base import ToolResult
 from app.tools.executor import bare_call_arguments
 from app.tools.registry import get_registry
@@ -50,47 +51,6 @@ logger = logging.getLogger(__name__)
 
 async def _ignore_text(_: str) -> None:
     return None
-
-
-class ReplyStream:
-    """The assistant message of the model turn streaming right now: the only holder of it.
-
-    `start` begins a turn; `append` takes each text delta (the message is created on the
-    first, later ones are announced as they come); `write` stores the message's final
-    state in a transaction. A turn that streamed nothing has no message.
-    """
-
-    def __init__(self, deps: RunnerDeps, run: Run) -> None:
-        self.deps, self.run = deps, run
-        self.message: ThreadMessage | None = None
-        self.text = ""
-
-    def start(self) -> None:
-        self.message, self.text = None, ""
-
-    async def append(self, delta: str) -> None:
-        self.text += delta
-        if self.message is None:
-            self.message = await self.deps.write(
-                lambda session: create_message(
-                    session, self.run.thread_id, role="assistant", content=delta, run_id=self.run.id
-                )
-            )
-            return
-        changes.text_delta(self.run.thread_id, self.message.id, delta)
-
-    async def write(self, session: AsyncSession, **fields: Any) -> bool:
-        """Update the streamed message in `session`; False when none was streamed."""
-        if self.message is None:
-            return False
-        session.add(self.message)  # re-attach the detached row: no SELECT needed
-        await update_message(session, self.message, **fields)
-        return True
-
-    async def keep_streamed_text(self, session: AsyncSession) -> None:
-        """A run ending early keeps what was streamed so far."""
-        if self.message is not None and self.message.content != self.text:
-            await self.write(session, content=self.text)
 
 
 class RunExecution:
@@ -165,6 +125,7 @@ class RunExecution:
             await runs.finish_run(session, self.run.id, self.deps.owner, status, error)
 
         try:
+            await self.reply.settle()
             await self.deps.settle()  # writes of the cancelled tasks land first
             seconds = self.deps.settings.runner_db_retry_seconds
             await write_retrying(self.deps, work, seconds=seconds)
@@ -173,8 +134,8 @@ class RunExecution:
 
     async def _prepare(self) -> tuple[RunState, LoopSpec, list[dict[str, Any]]]:
         async with self.deps.read_sessions() as session:
-            context = repository.run_context(self.run.thread_id, self.run.agent_id)
-            row = (await session.execute(context)).one_or_none()
+            params = {"thread_id": self.run.thread_id, "agent_id": self.run.agent_id}
+            row = (await session.execute(repository.RUN_CONTEXT, params)).one_or_none()
             if row is None:
                 raise LookupError("thread or agent is gone")
             thread, agent, user = row
@@ -269,7 +230,10 @@ class RunExecution:
         if not spec.writes_text:
             return await stream_turn(target, prompt, tools, _ignore_text)
         self.reply.start()
-        return await stream_turn(target, prompt, tools, self.reply.append)
+        try:
+            return await stream_turn(target, prompt, tools, self.reply.append)
+        finally:
+            await self.reply.settle()
 
     async def _record_turn(
         self, state: RunState, spec: LoopSpec, turn: ModelTurn, step_id: str | None = None
@@ -285,8 +249,8 @@ class RunExecution:
         ttl = self.deps.settings.approval_ttl_seconds
         rows = [tool_message_fields(call, state, ttl) for call in planned]
         if spec.writes_text and self.reply.message is None:
-            rows.insert(0, {
-                "role": "assistant", "content": None, "is_user_facing": False,
+            rows.insert(0, {  # text that came whole with the calls is written here
+                "role": "assistant", "content": turn.text or None, "is_user_facing": bool(turn.text),
                 "tool_calls": turn.tool_calls, "run_id": self.run.id,
             })  # fmt: skip
 

@@ -13,7 +13,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.accounts.services import user_for_token
-from app.db.models import Run, Thread, ThreadMessage
+from app.db.models import Run, ThreadMessage
 from app.db.reads import reading
 from app.threads import repository
 
@@ -45,8 +45,8 @@ class RealtimeStore:
         must cover: a cursor at it needs no message read, a thread with no message yet
         has no run either (a run starts with its message)."""
         async with self._session_maker() as session:
-            statement = repository.owned_thread(thread_id, user_id, Thread.last_seq)
-            found = await session.scalar(statement)
+            params = {"thread_id": thread_id, "owner_id": user_id}
+            found = await session.scalar(repository.OWNED_LAST_SEQ, params)
             if found is None:
                 return None
             last_seq = int(found)

@@ -7,6 +7,7 @@ from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.inserts import insert_new
 from app.db.models import Task, User
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
@@ -52,7 +53,4 @@ async def find_owned_task(session: AsyncSession, owner_id: UUID, task_id: UUID) 
 
 
 async def create_task(session: AsyncSession, owner_id: UUID, **fields: Any) -> Task:
-    task = Task(owner_id=owner_id, status="active", **fields)
-    session.add(task)
-    await session.flush()
-    return task
+    return await insert_new(session, Task(owner_id=owner_id, status="active", **fields))

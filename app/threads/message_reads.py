@@ -157,10 +157,6 @@ class LatestPageCache:
 
 latest_pages = LatestPageCache()
 
-_OWNED_LAST_SEQ = repository.owned_thread(
-    bindparam("thread_id"), bindparam("owner_id"), Thread.last_seq
-)
-
 
 async def latest_page_json(
     session: AsyncSession, user: User, thread_id: UUID, *, limit: int
@@ -168,7 +164,7 @@ async def latest_page_json(
     """The latest page, encoded: one indexed lookup (ownership and last_seq) and, when
     the thread changed since it was last read, the page query."""
     params = {"thread_id": thread_id, "owner_id": user.id}
-    last_seq = await session.scalar(_OWNED_LAST_SEQ, params)
+    last_seq = await session.scalar(repository.OWNED_LAST_SEQ, params)
     if last_seq is None:
         raise ProblemException(404, "Thread not found.")
     cached = latest_pages.get(thread_id, limit, last_seq)

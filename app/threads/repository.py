@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, bindparam, select
 
 from app.db.models import Agent, Run, Thread, ThreadMessage, User
 from app.db.models.run import ACTIVE_RUN_STATUSES
@@ -21,6 +21,14 @@ def owned_thread(thread_id: Any, owner_id: Any, *columns: Any) -> Select[Any]:
     return select(*(columns or (Thread,))).where(
         Thread.id == thread_id, Thread.owner_id == owner_id
     )
+
+
+# Built once, for the hot paths (every request on a thread, every subscription, every run).
+OWNED_THREAD = owned_thread(bindparam("thread_id"), bindparam("owner_id"))
+OWNED_LAST_SEQ = owned_thread(bindparam("thread_id"), bindparam("owner_id"), Thread.last_seq)
+OWNED_THREAD_AND_AGENT_TYPE = owned_thread(
+    bindparam("thread_id"), bindparam("owner_id"), Thread, Agent.agent_type
+).join(Agent, Agent.id == Thread.agent_id)
 
 
 def in_owned_thread(query: Select[Any], thread_id: Any, owner_id: Any) -> Select[Any]:
@@ -68,6 +76,9 @@ def run_context(thread_id: Any, agent_id: Any) -> Select[Any]:
         .join(User, User.id == Thread.owner_id)
         .where(Thread.id == thread_id)
     )
+
+
+RUN_CONTEXT = run_context(bindparam("thread_id"), bindparam("agent_id"))
 
 
 def specialists(owner_id: Any, except_agent_id: Any) -> Select[Any]:

@@ -13,6 +13,7 @@ from uuid import UUID
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.inserts import insert_new
 from app.db.models import Run, RunStatus, Thread
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
@@ -35,8 +36,7 @@ async def queue_run(
         status=RunStatus.QUEUED.value,
         options=options,
     )
-    session.add(run)
-    await session.flush()
+    await insert_new(session, run)
     changes.run_changed(session, run)
     changes.run_queued(session, run.id)
     return run

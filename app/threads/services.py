@@ -8,7 +8,8 @@ from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agents.services import get_visible_agent
-from app.db.models import Agent, Thread, User
+from app.db.inserts import insert_new
+from app.db.models import Thread, User
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
@@ -23,7 +24,8 @@ def active_run_id_column():
 
 async def get_owned_thread(session: AsyncSession, user: User, thread_id: UUID) -> Thread:
     """The caller's thread; any other id answers 404 (never 403)."""
-    thread = await session.scalar(repository.owned_thread(thread_id, user.id))
+    params = {"thread_id": thread_id, "owner_id": user.id}
+    thread = await session.scalar(repository.OWNED_THREAD, params)
     if thread is None:
         raise ProblemException(404, "Thread not found.")
     return thread
@@ -34,8 +36,8 @@ async def get_owned_thread_for_post(
 ) -> tuple[Thread, str]:
     """The caller's thread and its agent's type (whether it refuses double texting), in
     one query; any other id answers 404."""
-    query = repository.owned_thread(thread_id, user.id, Thread, Agent.agent_type)
-    row = (await session.execute(query.join(Agent, Agent.id == Thread.agent_id))).first()
+    params = {"thread_id": thread_id, "owner_id": user.id}
+    row = (await session.execute(repository.OWNED_THREAD_AND_AGENT_TYPE, params)).first()
     if row is None:
         raise ProblemException(404, "Thread not found.")
     return row[0], row[1]
@@ -50,9 +52,7 @@ async def create_thread(
 ) -> Thread:
     agent = await get_visible_agent(session, user, agent_id)
     thread = Thread(owner_id=user.id, agent_id=agent.id, title=title, last_activity_at=utcnow())
-    session.add(thread)
-    await session.flush()
-    return thread
+    return await insert_new(session, thread)
 
 
 async def list_threads(

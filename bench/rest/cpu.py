@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import logging
 import os
 import tempfile
 import time
@@ -31,6 +32,9 @@ from tests.support.databases import (
 async def run(url: str, requests: int, profile: str | None) -> None:
     os.environ.update(DATABASE_URL=url, RUNNER_ENABLED="0")
     from bench.rest.server import create_bench_app
+
+    # the client's line per request would be measured with the server: it shares the process
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
     thread_id = await seed(url)
     app = create_bench_app()

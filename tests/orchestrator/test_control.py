@@ -50,7 +50,9 @@ async def test_cancel_mid_stream_keeps_the_text_so_far(api: OrchestratorApi) -> 
     api.llm.script(Text("The beginning of a long answer", pieces=3, hang_after=True))
     thread_id = await api.new_thread()
     run_id = (await api.post(thread_id, "tell me a story")).json()["run"]["id"]
-    await api.frames.wait_for(lambda f: type(f).__name__ == "DeltaFrame")
+    await api.frames.wait_for(
+        lambda f: type(f).__name__ == "MessageFrame" and f.message.role == "assistant"
+    )
     await api.client.post(f"/api/threads/{thread_id}/runs/{run_id}/cancel", headers=api.headers)
     run = await api.wait_run(thread_id, run_id, timeout=2)
     assert run["status"] == "cancelled"

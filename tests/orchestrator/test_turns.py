@@ -12,7 +12,7 @@ BOTH_DOORS = True  # every test runs through both paths of the model door
 
 
 async def test_text_turn_streams_into_an_assistant_message(api: OrchestratorApi) -> None:
-    api.llm.script(Text("Hello there, how can I help?", pieces=4))
+    api.llm.script(Text("Hello there, how can I help?", pieces=4, pause=0.1))
     thread_id, run = await api.turn("hi")
     assert run["status"] == "completed", run
     assert run["started_at"] and run["finished_at"]
@@ -21,13 +21,38 @@ async def test_text_turn_streams_into_an_assistant_message(api: OrchestratorApi)
     assert messages[1]["content"] == "Hello there, how can I help?"
     assert messages[1]["run_id"] == run["id"]
     deltas = [f for _, f in api.frames.frames if type(f).__name__ == "DeltaFrame"]
-    # the message was created with the first piece; the rest streamed as deltas
+    # the message was created once the first piece came; the rest streamed as deltas
     assert deltas and all(str(d.message_id) == messages[1]["id"] for d in deltas)
     assert "Hello there, how can I help?".endswith("".join(d.content for d in deltas))
     request = api.llm.requests[0]
     assert request["stream"] is True
     assert request["messages"][-1] == {"role": "user", "content": "hi"}
     assert request["messages"][0]["role"] == "system"
+
+
+async def test_a_reply_that_arrives_whole_is_written_once(api: OrchestratorApi) -> None:
+    # a short answer from a fast provider, text before tool calls: their streams end at once
+    api.llm.script(
+        ToolCalls(Call("tasks", {"action": "list"}), text="Let me look."),
+        Text("Nothing on your list.", pieces=4),
+    )
+    thread_id, run = await api.turn("what do I have to do?")
+    assert run["status"] == "completed", run
+    messages = await api.messages(thread_id)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    # the text that came with the calls is kept, shown, and written with them
+    assert messages[1]["content"] == "Let me look."
+    assert messages[1]["is_user_facing"] is True
+    assert messages[3]["content"] == "Nothing on your list."
+    frames = [f for _, f in api.frames.frames]
+    assert not [f for f in frames if type(f).__name__ == "DeltaFrame"]
+    for message in (messages[1], messages[3]):  # one frame each: never seen half-written
+        written = [
+            f.message
+            for f in frames
+            if type(f).__name__ == "MessageFrame" and str(f.message.id) == message["id"]
+        ]
+        assert [m.content for m in written] == [message["content"]]
 
 
 async def test_tool_turn_with_arguments_split_across_chunks(api: OrchestratorApi) -> None:

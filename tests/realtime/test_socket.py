@@ -274,3 +274,24 @@ async def test_socket_survives_client_leaving_mid_replay(
     async with asyncio.timeout(5):
         while thread_subscribers():  # noqa: ASYNC110 - no event to wait on
             await asyncio.sleep(0.01)
+
+
+async def test_channels_of_left_threads_are_forgotten(
+    server: Server, http: httpx.AsyncClient, alice: ApiUser
+) -> None:
+    channels = server.app.plugins.get(RealtimeChannels)
+    threads = [await new_thread(http, alice) for _ in range(3)]
+    async with WsClient.connect(server.ws, alice.token) as ws:
+        for thread_id in threads:
+            await ws.subscribe(thread_id)
+            await ws.wait_type("subscribed", thread_id=thread_id)
+        assert {channels.channel_for(uuid.UUID(t)) for t in threads} <= set(channels._channels)
+        await ws.send({"type": "unsubscribe", "thread_id": threads[0]})
+        await ws.send({"type": "ping"})
+        await ws.wait_type("pong")
+        assert channels.channel_for(uuid.UUID(threads[0])) not in channels._channels
+        assert channels.channel_for(uuid.UUID(threads[1])) in channels._channels
+    # the socket closed: its other threads are gone too, the control channel stays
+    async with asyncio.timeout(5):
+        while set(channels._channels) != {channels.control_channel}:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)

@@ -31,6 +31,7 @@ class Text:
     hang_after: bool = False  # stream the text, then never finish (cancel tests)
     drop_after: bool = False  # stream the text, then close the connection mid-answer
     usage: dict[str, int] | None = None  # a last chunk with no choices, only usage
+    pause: float = 0.0  # > 0: each chunk is its own write, this many seconds apart
 
 
 @dataclass
@@ -187,8 +188,14 @@ class FakeLLM:
         if isinstance(response, Raw):
             await send({"type": "http.response.body", "body": response.body})
             return
+        chunks = self._chunks(response, body.get("model", "fake-model"))
+        if isinstance(response, Text) and response.pause > 0:  # tokens as a model emits them
+            for chunk in chunks[:-1]:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await asyncio.sleep(response.pause)
+            chunks = chunks[-1:]
         # One write: many small writes meet delayed ACKs and cost ~40 ms a response.
-        stream = b"".join(self._chunks(response, body.get("model", "fake-model")))
+        stream = b"".join(chunks)
         if isinstance(response, Text) and response.hang_after:
             await send({"type": "http.response.body", "body": stream, "more_body": True})
             await self._stop_hangs.wait()

@@ -1,0 +1,73 @@
+"""New rows without the unit of work: one INSERT, the instance attached as a flush
+leaves it (persistent, clean, every column loaded).
+
+A flush sorts the session's pending objects, works out their parameters and bookkeeping
+and runs the INSERT: about twice the CPU of the INSERT alone, on every thread, run and
+task created. `insert_new` fills in what a flush would (each column's Python default)
+and runs one Core INSERT. A model with a column the database fills in (a server default
+and no Python one) keeps the flush: only a RETURNING would tell its value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, TypeVar
+
+from sqlalchemy import Column, Table, insert
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import make_transient_to_detached
+from sqlalchemy.sql.dml import Insert
+
+from app.db.base import Base
+
+T = TypeVar("T", bound=Base)
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class _Plan:
+    statement: Insert
+    # (column, attribute, scalar default, callable default) per column
+    columns: tuple[tuple[str, str, Any, Any], ...]
+
+
+def _defaults(column: Column[Any]) -> tuple[Any, Any]:
+    default = column.default
+    if default is None or not (default.is_scalar or default.is_callable):
+        return None, None  # none, or the ORM's insert sentinel: NULL
+    if default.is_scalar:
+        return default.arg, None  # type: ignore[attr-defined]
+    return None, default.arg  # type: ignore[attr-defined]
+
+
+@cache
+def _plan(model: type[Base]) -> _Plan | None:
+    mapper = model.__mapper__
+    table = mapper.local_table
+    assert isinstance(table, Table)
+    if any(c.server_default is not None and c.default is None for c in table.c):
+        return None
+    columns = tuple((c.key, mapper.get_property_by_column(c).key, *_defaults(c)) for c in table.c)
+    return _Plan(insert(table), columns)
+
+
+async def insert_new(session: AsyncSession, instance: T) -> T:
+    """INSERT a new (transient) instance now and attach it to `session`, clean."""
+    plan = _plan(type(instance))
+    if plan is None:
+        session.add(instance)
+        await session.flush()
+        return instance
+    given = instance.__dict__
+    values: dict[str, Any] = {}
+    for column, attribute, scalar, make in plan.columns:
+        value = given.get(attribute, _MISSING)
+        if value is _MISSING:
+            value = make(None) if make is not None else scalar
+            setattr(instance, attribute, value)
+        values[column] = value
+    await session.execute(plan.statement, values)
+    make_transient_to_detached(instance)  # its values are now the stored ones
+    session.add(instance)
+    return instance

@@ -1,0 +1,92 @@
+"""The assistant message of the model turn streaming right now: the only holder of it.
+
+`start` begins a turn; `append` takes each text delta. The message is created
+`GATHER_SECONDS` after the first delta, holding all the text that came by then; later
+deltas are announced as they come. A reply whose stream ends sooner (a short answer, a
+fast provider, text before tool calls) is never created half-written: `settle`, once the
+stream ended, drops the creation that has not begun, and the turn's end writes the
+message once, with its final text, in the transaction that ends the turn (one write and
+one frame instead of three round trips, two writes and two frames). `write` stores the
+message's final state. A turn that streamed nothing has no message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Run, ThreadMessage
+from app.orchestrator.context import RunnerDeps
+from app.threads import changes
+from app.threads.writer import create_message, update_message
+
+logger = logging.getLogger(__name__)
+# A few tokens at a model's pace; well below what a reader notices before the first words.
+GATHER_SECONDS = 0.03
+
+
+class ReplyStream:
+    def __init__(self, deps: RunnerDeps, run: Run) -> None:
+        self.deps, self.run = deps, run
+        self.message: ThreadMessage | None = None
+        self.text = ""
+        self._creating: asyncio.Task[None] | None = None
+        self._began = False
+
+    def start(self) -> None:
+        self.message, self.text, self._creating, self._began = None, "", None, False
+
+    async def append(self, delta: str) -> None:
+        self.text += delta
+        if self.message is not None:
+            changes.text_delta(self.run.thread_id, self.message.id, delta)
+        elif self._creating is None:
+            self._creating = asyncio.create_task(self._create())
+
+    async def _create(self) -> None:
+        await asyncio.sleep(GATHER_SECONDS)
+        self._began = True
+        content = self.text
+        self.message = await self.deps.write(
+            lambda session: create_message(
+                session, self.run.thread_id, role="assistant", content=content, run_id=self.run.id
+            )
+        )
+        if rest := self.text[len(content) :]:  # deltas that came while it was written
+            changes.text_delta(self.run.thread_id, self.message.id, rest)
+
+    async def settle(self) -> None:
+        """The stream ended (or broke off): a creation not begun is dropped, one under way
+        finishes. Afterwards `message` is None when the message is still to be written."""
+        task, self._creating = self._creating, None
+        if task is None:
+            return
+        if not self._began:  # still gathering: nothing was written
+            task.cancel()
+            return
+        try:
+            await asyncio.shield(task)
+        except Exception:  # the end of the turn writes the message instead
+            logger.warning("run %s: creating the reply failed", self.run.id, exc_info=True)
+
+    async def write(self, session: AsyncSession, **fields: Any) -> bool:
+        """Update the streamed message in `session`; False when there is none (yet)."""
+        if self.message is None:
+            return False
+        session.add(self.message)  # re-attach the detached row: no SELECT needed
+        await update_message(session, self.message, **fields)
+        return True
+
+    async def keep_streamed_text(self, session: AsyncSession) -> None:
+        """A run ending early keeps what was streamed so far (after `settle`)."""
+        if self.message is None:
+            if self.text:
+                await create_message(
+                    session, self.run.thread_id, role="assistant", content=self.text,
+                    run_id=self.run.id,
+                )  # fmt: skip
+        elif self.message.content != self.text:
+            await self.write(session, content=self.text)

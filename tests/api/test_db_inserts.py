@@ -1,0 +1,54 @@
+"""`insert_new` (app/db/inserts.py): one INSERT past the unit of work, the instance left
+as a flush leaves it; a model whose database fills a column in keeps the flush."""
+
+from __future__ import annotations
+
+from sqlalchemy import Integer, String, inspect, select, text
+from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from app.db.inserts import insert_new
+from app.db.models import Task
+from tests.conftest import ApiUser
+
+
+async def test_inserted_row_is_complete_persistent_and_stored(
+    db: AsyncSession, alice: ApiUser
+) -> None:
+    owner_id = alice.user.id
+    task = await insert_new(db, Task(owner_id=owner_id, title="Buy milk"))
+    state = inspect(task)
+    assert state.persistent and not state.modified  # nothing left for a flush
+    assert task.id.version == 7 and task.status == "active"  # the column defaults
+    assert task.created_at is not None and task.updated_at is not None
+    assert task.notes is None
+    task.status = "completed"  # usable in the same transaction like any flushed row
+    await db.commit()
+    task_id, created_at = task.id, task.created_at
+
+    db.expire_all()
+    stored = await db.scalar(select(Task).where(Task.id == task_id))
+    assert stored is not None
+    assert (stored.title, stored.status, stored.owner_id) == ("Buy milk", "completed", owner_id)
+    assert stored.created_at == created_at
+
+
+class _Other(DeclarativeBase):
+    pass
+
+
+class _Counter(_Other):
+    __tablename__ = "counters"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    label: Mapped[str] = mapped_column(String, server_default=text("'fresh'"))
+
+
+async def test_a_column_the_database_fills_in_is_read_back() -> None:
+    engine = create_async_engine("sqlite+aiosqlite://")
+    async with engine.begin() as connection:
+        await connection.run_sync(_Other.metadata.create_all)
+    async with AsyncSession(engine, expire_on_commit=False) as session:
+        counter = await insert_new(session, _Counter(id=1))  # type: ignore[type-var]
+        assert counter.label == "fresh"
+        await session.commit()
+    await engine.dispose()
