@@ -22,6 +22,7 @@ from app.db.session import session_dependency
 from app.devices.controllers import DeviceController
 from app.lib.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
 from app.lib.health import health, readiness
+from app.lib.heap import freeze_startup_heap
 from app.lib.openapi import (
     OmittedNullStructSchemaPlugin,
     OptionalLiteralSchemaPlugin,
@@ -108,7 +109,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
     # Validate agent types and toolsets now: a bad YAML stops startup with a clear message.
     load_agent_types(settings.agent_types_file, tool_names=get_registry().names)
     db_config = build_sqlalchemy_config(settings)
-    return Litestar(
+    app = Litestar(
         route_handlers=ROUTES,
         plugins=[
             SQLAlchemyPlugin(config=db_config),
@@ -136,3 +137,6 @@ def create_app(settings: Settings | None = None) -> Litestar:
         state=State({"settings": settings, "token_cache": TokenCache(settings.auth_cache_seconds)}),
         debug=False,
     )
+    if settings.gc_freeze_after_startup:
+        app.on_startup.append(freeze_startup_heap)  # last: after the plugins' startup
+    return app

@@ -284,6 +284,14 @@ class Settings:
             "request id); off saves ~0.1 ms of CPU per request"
         ),
     ] = True
+    gc_freeze_after_startup: Annotated[
+        bool,
+        Meta(
+            description="keep what startup made (~190,000 objects that live as long as the "
+            "process) out of the garbage collector's full collections, each of which "
+            "otherwise paused every request for 50-100 ms"
+        ),
+    ] = True
     metrics_enabled: Annotated[bool, Meta(description="serve Prometheus metrics at `/metrics`")] = (
         True
     )

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from app.db.models import Run, RunStatus, ThreadMessage, runner_heartbeats
+from app.db.rows import adopt_rows
 from app.lib.time import utcnow
 from app.threads import activity as cell
 from app.threads import changes, repository
@@ -24,6 +25,7 @@ from app.threads import plan as plan_cell
 from app.threads.writer import update_message
 
 INTERRUPTED = cell.INTERRUPTED
+_runs = Run.__table__
 
 
 def _claimable():
@@ -62,8 +64,8 @@ def _claim_statement(postgres: bool):
         chosen = Run.id == any_(func.array(locked))
     else:
         chosen = Run.id.in_(candidates.scalar_subquery())
-    return (
-        update(Run)
+    return (  # Core: the ORM's UPDATE … RETURNING entity costs 2.5 times as much
+        update(_runs)
         .where(chosen, Run.status == RunStatus.QUEUED.value)
         .values(
             status=RunStatus.RUNNING.value,
@@ -71,8 +73,7 @@ def _claim_statement(postgres: bool):
             lease_expires_at=bindparam("expires"),
             started_at=bindparam("now"),
         )
-        .returning(Run)
-        .execution_options(synchronize_session=False, populate_existing=True)
+        .returning(*_runs.c)
     )
 
 
@@ -88,17 +89,10 @@ async def claim_runs(
     they were before this statement). Fewer than `slots` back: nothing more is eligible.
     """
     now = utcnow()
-    claimed = list(
-        await session.scalars(
-            _claim_statement(postgres),
-            {
-                "owner": owner,
-                "expires": now + timedelta(seconds=lease_seconds),
-                "now": now,
-                "slots": slots,
-            },
-        )
-    )
+    expires = now + timedelta(seconds=lease_seconds)
+    params = {"owner": owner, "expires": expires, "now": now, "slots": slots}
+    rows = await session.execute(_claim_statement(postgres), params)
+    claimed = adopt_rows(session, Run, rows.mappings())
     claimed.sort(key=lambda run: (run.created_at, run.id))
     for run in claimed:
         changes.run_changed(session, run)
@@ -181,13 +175,14 @@ async def finish_run(
     session: AsyncSession, run_id: UUID, owner: str, status: RunStatus, error: str | None = None
 ) -> Run | None:
     """End a run we hold; None if the lease was lost (another process reaped it)."""
-    run = await session.scalar(
-        _finish_statement(changes.run_end_values()),
-        {"run_id": run_id, "owner": owner, "status": status.value, "error": error, "now": utcnow()},
-    )
-    if run is not None:
-        changes.run_changed(session, run)
-    return run
+    params = {"run_id": run_id, "owner": owner, "status": status.value, "error": error}
+    statement = _finish_statement(changes.run_end_values())
+    rows = await session.execute(statement, params | {"now": utcnow()})
+    ended = adopt_rows(session, Run, rows.mappings())
+    if not ended:
+        return None
+    changes.run_changed(session, ended[0])
+    return ended[0]
 
 
 _finish_statements: dict[tuple[tuple[str, int], ...], Any] = {}
@@ -200,7 +195,7 @@ def _finish_statement(extra: dict[str, Any]) -> Any:
     statement = _finish_statements.get(key)
     if statement is None:
         statement = _finish_statements[key] = (
-            update(Run)
+            update(_runs)
             .where(
                 Run.id == bindparam("run_id"),
                 Run.lease_owner == bindparam("owner"),
@@ -213,8 +208,7 @@ def _finish_statement(extra: dict[str, Any]) -> Any:
                 lease_expires_at=None,
                 **extra,
             )
-            .returning(Run)
-            .execution_options(synchronize_session=False, populate_existing=True)
+            .returning(*_runs.c)
         )
     return statement
 

@@ -13,8 +13,8 @@ from uuid import UUID
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.inserts import insert_new
 from app.db.models import Run, RunStatus, Thread
+from app.db.rows import insert_new
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
 from app.threads import changes, repository

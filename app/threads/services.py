@@ -8,8 +8,8 @@ from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agents.services import get_visible_agent
-from app.db.inserts import insert_new
 from app.db.models import Thread, User
+from app.db.rows import insert_new
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow

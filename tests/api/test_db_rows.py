@@ -1,14 +1,16 @@
-"""`insert_new` (app/db/inserts.py): one INSERT past the unit of work, the instance left
-as a flush leaves it; a model whose database fills a column in keeps the flush."""
+"""app/db/rows.py: `insert_new` (one INSERT past the unit of work, the instance left as
+a flush leaves it; a model whose database fills a column in keeps the flush) and
+`adopt_rows` (rows of a Core UPDATE … RETURNING as instances, as the ORM form leaves
+them)."""
 
 from __future__ import annotations
 
-from sqlalchemy import Integer, String, inspect, select, text
+from sqlalchemy import Integer, String, inspect, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from app.db.inserts import insert_new
 from app.db.models import Task
+from app.db.rows import adopt_rows, insert_new
 from tests.conftest import ApiUser
 
 
@@ -31,6 +33,35 @@ async def test_inserted_row_is_complete_persistent_and_stored(
     assert stored is not None
     assert (stored.title, stored.status, stored.owner_id) == ("Buy milk", "completed", owner_id)
     assert stored.created_at == created_at
+
+
+async def test_adopted_rows_are_attached_and_held_ones_updated(
+    db: AsyncSession, alice: ApiUser
+) -> None:
+    held = await insert_new(db, Task(owner_id=alice.user.id, title="held"))
+    other = await insert_new(db, Task(owner_id=alice.user.id, title="other"))
+    await db.commit()
+    db.expunge(other)  # a row this session does not hold
+    tasks = Task.__table__
+    rows = await db.execute(
+        update(tasks)
+        .where(tasks.c.id.in_([held.id, other.id]))
+        .values(status="completed")
+        .returning(*tasks.c)
+    )
+    adopted = sorted(adopt_rows(db, Task, rows.mappings()), key=lambda t: t.title)
+    assert adopted[0] is held  # the session's own instance, refreshed in place
+    assert adopted[1] is not other and adopted[1].id == other.id
+    for task in adopted:
+        state = inspect(task)
+        assert state.persistent and not state.modified
+        assert task.status == "completed" and task.owner_id == alice.user.id
+    adopted[1].notes = "tracked like any loaded row"
+    await db.commit()
+    db.expire_all()
+    assert await db.scalar(select(Task.notes).where(Task.id == other.id)) == (
+        "tracked like any loaded row"
+    )
 
 
 class _Other(DeclarativeBase):
