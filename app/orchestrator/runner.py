@@ -147,7 +147,8 @@ class RunExecution:
                 allowed = [name for name in allowed if name in narrow]
             specialists: list[Agent] = []
             if config.delegation:
-                specialists = list(await session.scalars(repository.specialists(user.id, agent.id)))
+                params = {"owner_id": user.id, "agent_id": agent.id}
+                specialists = list(await session.scalars(repository.SPECIALISTS, params))
             delegates, disabled = delegates_for(specialists, narrow=narrow)
             history = await load_history(session, thread.id, agent.system_prompt, self.run.id)
         state = RunState(run=self.run, user=user, options=options, specialists=specialists)

@@ -94,6 +94,9 @@ def specialists(owner_id: Any, except_agent_id: Any) -> Select[Any]:
     )
 
 
+SPECIALISTS = specialists(bindparam("owner_id"), bindparam("agent_id"))
+
+
 # -- messages -----------------------------------------------------------------------------
 def thread_message(thread_id: Any, message_id: Any) -> Select[Any]:
     return select(ThreadMessage).where(
