@@ -109,6 +109,7 @@ DEFAULTS = {
     "log_format": "text",
     "log_level": "info",
     "access_log": True,
+    "gc_freeze_after_startup": True,
     "metrics_enabled": True,
     "metrics_token": None,
     "otel_enabled": False,

@@ -40,7 +40,7 @@ from app.orchestrator.outage import (
 from app.orchestrator.reply import ReplyStream
 from app.orchestrator.tool_calls import PlannedCall, ToolCallRunner, plan_call, tool_message_fields
 from app.threads import repository
-from app.threads.writer import create_message, create_messages
+from app.threads.writer import create_message, create_messages, creates_alone
 from app.tools.base import ToolResult
 from app.tools.executor import bare_call_arguments
 from app.tools.registry import get_registry
@@ -262,7 +262,9 @@ class RunExecution:
             for call, message in zip(planned, created[len(created) - len(planned) :], strict=True):
                 call.message = message
 
-        await self.deps.write(work)
+        streamed = spec.writes_text and self.reply.message is not None  # a second statement
+        alone = not streamed and creates_alone(rows)
+        await (self.deps.write_alone if alone else self.deps.write)(work)
         if spec.writes_text:
             self.reply.start()
         return planned

@@ -103,6 +103,13 @@ async def create_message(
     return message
 
 
+def creates_alone(rows: list[dict[str, Any]]) -> bool:
+    """Whether `create_messages(rows)`, with nothing else in its session, is atomic by
+    itself and may run without BEGIN/COMMIT (`RunnerDeps.write_alone`): on PostgreSQL it
+    is one statement (SQLite's sessions keep their transactions)."""
+    return all(fields.keys() <= _MESSAGE_COLUMNS for fields in rows)
+
+
 async def create_messages(
     session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
 ) -> list[ThreadMessage]:
@@ -111,7 +118,7 @@ async def create_messages(
     if not rows:
         return []
     await _autoflush(session)
-    if all(fields.keys() <= _MESSAGE_COLUMNS for fields in rows):
+    if creates_alone(rows):
         messages = await _insert(session, thread_id, rows)
     else:  # e.g. an id given: the unit of work
         messages = await _create_with_orm(session, thread_id, rows)
