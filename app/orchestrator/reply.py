@@ -2,7 +2,9 @@
 
 `start` begins a turn; `append` takes each text delta. The message is created
 `GATHER_SECONDS` after the first delta, holding all the text that came by then; later
-deltas are announced as they come. A reply whose stream ends sooner (a short answer, a
+text is announced as `delta` frames, at most one per `DELTA_SECONDS` (a model streams a
+token or two per chunk: one frame each cost the server ~0.1 ms and the phone a wake-up
+per token, 500 for a long answer). A reply whose stream ends sooner (a short answer, a
 fast provider, text before tool calls) is never created half-written: `settle`, once the
 stream ended, drops the creation that has not begun, and the turn's end writes the
 message once, with its final text, in the transaction that ends the turn (one write and
@@ -26,6 +28,8 @@ from app.threads.writer import create_message, update_message
 logger = logging.getLogger(__name__)
 # A few tokens at a model's pace; well below what a reader notices before the first words.
 GATHER_SECONDS = 0.03
+# 20 updates a second: as smooth to read as every token.
+DELTA_SECONDS = 0.05
 
 
 class ReplyStream:
@@ -35,16 +39,43 @@ class ReplyStream:
         self.text = ""
         self._creating: asyncio.Task[None] | None = None
         self._began = False
+        self._sent = 0  # characters of `text` in the message or announced
+        self._sent_at = -DELTA_SECONDS
+        self._timer: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
+        self._cancel_timer()
         self.message, self.text, self._creating, self._began = None, "", None, False
+        self._sent, self._sent_at = 0, -DELTA_SECONDS
 
     async def append(self, delta: str) -> None:
         self.text += delta
         if self.message is not None:
-            changes.text_delta(self.run.thread_id, self.message.id, delta)
+            self._announce_soon()
         elif self._creating is None:
             self._creating = asyncio.create_task(self._create())
+
+    def _announce_soon(self) -> None:
+        if self._timer is not None:
+            return  # the text will go with the frame already due
+        loop = asyncio.get_running_loop()
+        wait = self._sent_at + DELTA_SECONDS - loop.time()
+        if wait <= 0:
+            self._announce()
+        else:
+            self._timer = loop.call_later(wait, self._announce)
+
+    def _announce(self) -> None:
+        self._timer = None
+        if self.message is not None and (unsent := self.text[self._sent :]):
+            changes.text_delta(self.run.thread_id, self.message.id, unsent)
+            self._sent = len(self.text)
+            self._sent_at = asyncio.get_running_loop().time()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     async def _create(self) -> None:
         await asyncio.sleep(GATHER_SECONDS)
@@ -55,22 +86,23 @@ class ReplyStream:
                 session, self.run.thread_id, role="assistant", content=content, run_id=self.run.id
             )
         )
-        if rest := self.text[len(content) :]:  # deltas that came while it was written
-            changes.text_delta(self.run.thread_id, self.message.id, rest)
+        self._sent = len(content)
+        self._announce_soon()  # text that came while it was written
 
     async def settle(self) -> None:
         """The stream ended (or broke off): a creation not begun is dropped, one under way
-        finishes. Afterwards `message` is None when the message is still to be written."""
+        finishes, text not yet announced is. Afterwards `message` is None when the message
+        is still to be written."""
         task, self._creating = self._creating, None
-        if task is None:
-            return
-        if not self._began:  # still gathering: nothing was written
+        if task is not None and not self._began:  # still gathering: nothing was written
             task.cancel()
-            return
-        try:
-            await asyncio.shield(task)
-        except Exception:  # the end of the turn writes the message instead
-            logger.warning("run %s: creating the reply failed", self.run.id, exc_info=True)
+        elif task is not None:
+            try:
+                await asyncio.shield(task)
+            except Exception:  # the end of the turn writes the message instead
+                logger.warning("run %s: creating the reply failed", self.run.id, exc_info=True)
+        self._cancel_timer()
+        self._announce()
 
     async def write(self, session: AsyncSession, **fields: Any) -> bool:
         """Update the streamed message in `session`; False when there is none (yet)."""

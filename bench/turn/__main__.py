@@ -16,6 +16,8 @@ whole script (thread POST -> `completed`), runs/s over all clients, and server C
 per run (user + system time of every server process, from /proc, over the measured runs).
 `--profile PATH` profiles the (single) server with cProfile over the measured runs of the
 last client count and writes PATH (read it with `python -m pstats PATH`).
+`--answer-chunks 300 --answer-pause 0.002`: a long answer streamed word by word, as a
+model emits it (by default the short answer arrives in one read).
 """
 
 from __future__ import annotations
@@ -163,7 +165,16 @@ def main() -> None:
     parser.add_argument("--processes", default="1", help="e.g. 1,2 (more than 1: Redis)")
     parser.add_argument("--redis", action="store_true", help="Redis also with one process")
     parser.add_argument("--profile", help="cProfile the server over the last row's runs")
+    parser.add_argument(
+        "--answer-chunks", type=int, default=4, help="the answer as N words, one chunk each"
+    )
+    parser.add_argument(
+        "--answer-pause", type=float, default=0.0, help="seconds between the answer's chunks"
+    )
     args = parser.parse_args()
+    # read by the fake model's process (model.py)
+    os.environ["BENCH_ANSWER_CHUNKS"] = str(args.answer_chunks)
+    os.environ["BENCH_ANSWER_PAUSE"] = str(args.answer_pause)
     print(" ".join(HEADER), flush=True)
     for dialect in args.dialects.split(","):
         for count in (int(p) for p in args.processes.split(",")):

@@ -8,15 +8,20 @@ the tool results answers with text. It stops when its stdin closes.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from typing import Any
 
 from tests.support.fake_llm import Call, FakeLLM, Text, ToolCalls
 
+CHUNKS = int(os.environ.get("BENCH_ANSWER_CHUNKS", "4"))
+PAUSE = float(os.environ.get("BENCH_ANSWER_PAUSE", "0"))
+ANSWER = "Both tasks are on your list." if CHUNKS <= 4 else "".join(f"w{i} " for i in range(CHUNKS))
+
 
 def respond(body: dict[str, Any]) -> Text | ToolCalls:
     if body["messages"][-1]["role"] == "tool":
-        return Text("Both tasks are on your list.", pieces=4)
+        return Text(ANSWER, pieces=CHUNKS, pause=PAUSE)
     return ToolCalls(
         Call("tasks", {"action": "create", "title": "Buy milk"}),
         Call("tasks", {"action": "create", "title": "Buy bread"}),

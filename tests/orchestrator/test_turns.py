@@ -30,6 +30,34 @@ async def test_text_turn_streams_into_an_assistant_message(api: OrchestratorApi)
     assert request["messages"][0]["role"] == "system"
 
 
+async def test_text_streamed_token_by_token_is_announced_at_most_20_times_a_second(
+    api: OrchestratorApi,
+) -> None:
+    text = "".join(f"w{index} " for index in range(60))
+    api.llm.script(Text(text, pieces=60, pause=0.005))  # ~0.3 s, a chunk every 5 ms
+    thread_id, run = await api.turn("tell me")
+    assert run["status"] == "completed", run
+    answer = (await api.messages(thread_id))[-1]
+    assert answer["content"] == text
+    frames = [f for _, f in api.frames.frames]
+    deltas = [f for f in frames if type(f).__name__ == "DeltaFrame"]
+    created = next(
+        f.message
+        for f in frames
+        if type(f).__name__ == "MessageFrame" and f.message.role == "assistant"
+    )
+    # nothing lost, nothing twice: the created message and the deltas make the whole text
+    assert created.content + "".join(d.content for d in deltas) == text
+    assert 2 <= len(deltas) <= 15  # 60 chunks; at most one frame per 50 ms
+    last_delta = max(frames.index(d) for d in deltas)
+    final = [
+        i
+        for i, f in enumerate(frames)
+        if type(f).__name__ == "MessageFrame" and str(f.message.id) == answer["id"]
+    ]
+    assert last_delta < final[-1]  # every delta before the final text
+
+
 async def test_a_reply_that_arrives_whole_is_written_once(api: OrchestratorApi) -> None:
     # a short answer from a fast provider, text before tool calls: their streams end at once
     api.llm.script(
