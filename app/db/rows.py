@@ -84,6 +84,13 @@ def _plan(model: type[Base]) -> _Plan | None:
     return _Plan(insert(table), columns)
 
 
+async def flush_pending(session: AsyncSession) -> None:
+    """What the session holds unwritten goes first (as autoflush would before a query):
+    a Core statement after it may depend on those rows."""
+    if session.new or session.dirty or session.deleted:
+        await session.flush()
+
+
 async def insert_new(session: AsyncSession, instance: T) -> T:
     """INSERT a new (transient) instance now and attach it to `session`, clean."""
     plan = _plan(type(instance))
@@ -91,6 +98,7 @@ async def insert_new(session: AsyncSession, instance: T) -> T:
         session.add(instance)
         await session.flush()
         return instance
+    await flush_pending(session)
     given = instance.__dict__
     values: dict[str, Any] = {}
     for column, attribute, scalar, make in plan.columns:

@@ -39,6 +39,7 @@ from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db.models import Thread, ThreadMessage
+from app.db.rows import flush_pending
 from app.lib.time import utcnow
 from app.threads.changes import message_changed
 
@@ -117,7 +118,7 @@ async def create_messages(
     one write of the rows: consecutive seqs and positions, as if created one by one."""
     if not rows:
         return []
-    await _autoflush(session)
+    await flush_pending(session)
     if creates_alone(rows):
         messages = await _insert(session, thread_id, rows)
     else:  # e.g. an id given: the unit of work
@@ -147,7 +148,7 @@ async def update_message(
 ) -> ThreadMessage:
     # Pending changes of this session (this row's included) are written first, in this
     # transaction, as the ORM UPDATE of the bump used to autoflush them.
-    await _autoflush(session)
+    await flush_pending(session)
     state = inspect(message)
     if not (state.persistent and state.session_id == session.sync_session.hash_key) or not (
         changes.keys() <= _MESSAGE_COLUMNS
@@ -186,11 +187,6 @@ async def _update_with_orm(
     await session.flush()
     message_changed(session, message)
     return message
-
-
-async def _autoflush(session: AsyncSession) -> None:
-    if session.new or session.dirty or session.deleted:
-        await session.flush()
 
 
 # Statements by the set of changed columns: built once, then SQLAlchemy's compiled cache

@@ -5,12 +5,15 @@ them)."""
 
 from __future__ import annotations
 
+from uuid import uuid4
+
 from sqlalchemy import Integer, String, inspect, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from app.db.models import Task
+from app.db.models import Run, Task, Thread
 from app.db.rows import adopt_rows, insert_new
+from app.lib.time import utcnow
 from tests.conftest import ApiUser
 
 
@@ -33,6 +36,19 @@ async def test_inserted_row_is_complete_persistent_and_stored(
     assert stored is not None
     assert (stored.title, stored.status, stored.owner_id) == ("Buy milk", "completed", owner_id)
     assert stored.created_at == created_at
+
+
+async def test_rows_the_session_holds_unwritten_go_first(db: AsyncSession, alice: ApiUser) -> None:
+    thread = Thread(
+        id=uuid4(), owner_id=alice.user.id, agent_id=alice.agent.id, last_activity_at=utcnow()
+    )
+    db.add(thread)  # pending: the run's foreign key needs it written first
+    run = await insert_new(db, Run(thread_id=thread.id, agent_id=alice.agent.id))
+    await db.commit()
+    thread_id, run_id = thread.id, run.id
+    db.expire_all()
+    stored = await db.scalar(select(Run).where(Run.thread_id == thread_id))
+    assert stored is not None and stored.id == run_id and stored.status == "queued"
 
 
 async def test_adopted_rows_are_attached_and_held_ones_updated(
