@@ -14,7 +14,7 @@ a row it holds already, as `populate_existing` would).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
@@ -38,30 +38,39 @@ def _attributes(model: type[Base]) -> dict[str, str]:
     return {c.key: mapper.get_property_by_column(c).key for c in mapper.local_table.c}
 
 
+def _stored(model: type[T], values: Mapping[str, Any]) -> T:
+    """An instance holding a stored row's values (by column key), detached and clean."""
+    attributes = _attributes(model)
+    instance = model(**{attributes[key]: value for key, value in values.items()})
+    make_transient_to_detached(instance)
+    return instance
+
+
+def attach_new(session: AsyncSession, model: type[T], values: Mapping[str, Any]) -> T:
+    """The instance of a row just inserted (every column, by key), attached to `session`."""
+    instance = _stored(model, values)
+    session.add(instance)
+    return instance
+
+
 def adopt_rows(session: AsyncSession, model: type[T], rows: Iterable[RowMapping]) -> list[T]:
     """Instances of `model` for rows read in full (every column), attached to `session`."""
-    attributes = _attributes(model)
-    adopted = []
+    attributes, adopted = _attributes(model), []
     for row in rows:
-        values = {attributes[key]: value for key, value in row.items()}
-        instance = model(**values)
-        make_transient_to_detached(instance)
+        instance = _stored(model, row)
         held = session.identity_map.get(inspect(instance).key)
         if held is None:
             session.add(instance)
         else:
-            for attribute, value in values.items():
-                set_committed_value(held, attribute, value)
+            for key, value in row.items():
+                set_committed_value(held, attributes[key], value)
             instance = held  # type: ignore[assignment]
         adopted.append(instance)
     return adopted
 
 
-@dataclass(frozen=True)
-class _Plan:
-    statement: Insert
-    # (column, attribute, scalar default, callable default) per column
-    columns: tuple[tuple[str, str, Any, Any], ...]
+# (column key, attribute, scalar default, callable default) per column
+_Columns = tuple[tuple[str, str, Any, Any], ...]
 
 
 def _defaults(column: Column[Any]) -> tuple[Any, Any]:
@@ -74,14 +83,38 @@ def _defaults(column: Column[Any]) -> tuple[Any, Any]:
 
 
 @cache
-def _plan(model: type[Base]) -> _Plan | None:
+def _columns(model: type[Base]) -> _Columns:
     mapper = model.__mapper__
     table = mapper.local_table
+    return tuple((c.key, mapper.get_property_by_column(c).key, *_defaults(c)) for c in table.c)
+
+
+def _default(scalar: Any, make: Any) -> Any:
+    return make(None) if make is not None else scalar
+
+
+def new_row(model: type[Base], given: Mapping[str, Any]) -> dict[str, Any]:
+    """Every column of a new row by key: the given value, else what a flush would write
+    (the column's Python default, else NULL)."""
+    return {
+        key: given[key] if key in given else _default(scalar, make)
+        for key, _, scalar, make in _columns(model)
+    }
+
+
+@dataclass(frozen=True)
+class _Plan:
+    statement: Insert
+    columns: _Columns
+
+
+@cache
+def _plan(model: type[Base]) -> _Plan | None:
+    table = model.__mapper__.local_table
     assert isinstance(table, Table)
     if any(c.server_default is not None and c.default is None for c in table.c):
         return None
-    columns = tuple((c.key, mapper.get_property_by_column(c).key, *_defaults(c)) for c in table.c)
-    return _Plan(insert(table), columns)
+    return _Plan(insert(table), _columns(model))
 
 
 async def flush_pending(session: AsyncSession) -> None:
@@ -104,7 +137,7 @@ async def insert_new(session: AsyncSession, instance: T) -> T:
     for column, attribute, scalar, make in plan.columns:
         value = given.get(attribute, _MISSING)
         if value is _MISSING:
-            value = make(None) if make is not None else scalar
+            value = _default(scalar, make)
             setattr(instance, attribute, value)
         values[column] = value
     await session.execute(plan.statement, values)

@@ -1,10 +1,10 @@
 """The loop of one run: model turn -> tool calls -> model turn … -> the answer.
 
-The run's agent streams its text into an assistant message (reply.py: created once the
-first delta came, deltas published ephemerally, the final text written at the end); its tool calls become
-tool messages. A specialist the agent delegates to runs the same loop with its own
-toolset; its tool activities land in the same thread (marked `input.delegated_by`) and
-its answer is the delegating call's result.
+The run's agent streams its text into an assistant message (reply.py: created 30 ms
+after the first delta, later text published ephemerally, the final text written at the
+end); its tool calls become tool messages. A specialist the agent delegates to runs the
+same loop with its own toolset; its tool activities land in the same thread (marked
+`input.delegated_by`) and its answer is the delegating call's result.
 """
 
 from __future__ import annotations

@@ -35,11 +35,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import NoResultFound
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db.models import Thread, ThreadMessage
-from app.db.rows import flush_pending
+from app.db.rows import attach_new, flush_pending, new_row
 from app.lib.time import utcnow
 from app.threads.changes import message_changed
 
@@ -233,22 +232,13 @@ def _bump_and_update(names: tuple[str, ...]) -> Update:
 
 # -- creates: past the unit of work --------------------------------------------------
 _INSERTED = tuple(c.key for c in _messages.c if c.key not in ("seq", "position"))
-# column key -> the mapped attribute's name (the insert sentinel's differ)
-_ATTRIBUTE = {c.key: ThreadMessage.__mapper__.get_property_by_column(c).key for c in _messages.c}
-# What a flush fills in for a column not given: its scalar default (or NULL), a new id.
-_DEFAULTS = {
-    c.key: c.default.arg if c.default is not None and c.default.is_scalar else None
-    for c in _messages.c
-    if c.key not in ("id", "seq", "position")
-}
-_new_id = _messages.c.id.default.arg  # type: ignore[union-attr]  # uuid7
 _inserts: dict[int, Insert] = {}
 
 
 def _row_values(thread_id: UUID, fields: dict[str, Any], now: Any) -> dict[str, Any]:
-    """Every column of a new row but seq and position, as a flush would write it."""
-    defaults = {"created_at": now, "updated_at": now}
-    return {**_DEFAULTS, **defaults, **fields, "id": _new_id(None), "thread_id": thread_id}
+    """Every column of a new row as a flush would write it (seq and position: later)."""
+    given = {"created_at": now, "updated_at": now, **fields, "thread_id": thread_id}
+    return new_row(ThreadMessage, given)
 
 
 def _insert_rows(count: int) -> Insert:
@@ -340,8 +330,4 @@ def _persistent(
     session: AsyncSession, row: dict[str, Any], seq: int, position: int
 ) -> ThreadMessage:
     """The stored row as an instance of `session`, as a flush leaves it: persistent, clean."""
-    message = ThreadMessage(**{_ATTRIBUTE[key]: value for key, value in row.items()})
-    message.seq, message.position = seq, position
-    make_transient_to_detached(message)
-    session.add(message)
-    return message
+    return attach_new(session, ThreadMessage, {**row, "seq": seq, "position": position})
