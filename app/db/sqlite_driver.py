@@ -1,0 +1,108 @@
+"""SQLite through aiosqlite with one trip to its thread per statement.
+
+aiosqlite runs each sqlite3 call on a thread of its own; SQLAlchemy's adapter makes four
+such trips for every statement (open a cursor, execute, fetch the rows, close the cursor),
+each a hand-over to the thread and a wake-up of the event loop. Here one function does all
+four on the thread, so a statement costs one trip (a turn makes ~40 statements).
+
+Registered under SQLAlchemy's own name for the driver, so `sqlite+aiosqlite://` URLs
+(settings, Alembic, the CLI) all take it. It reaches into aiosqlite's `_execute` and
+`_conn`, as SQLAlchemy's own adapter does for isolation levels; the driver tests run on it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import deque
+from typing import Any
+
+from sqlalchemy.dialects import registry
+from sqlalchemy.dialects.sqlite.aiosqlite import (
+    AsyncAdapt_aiosqlite_connection,
+    AsyncAdapt_aiosqlite_cursor,
+    AsyncAdapt_aiosqlite_dbapi,
+    SQLiteDialect_aiosqlite,
+)
+
+_Outcome = tuple[Any, list[Any], int | None, int]
+
+
+def _execute(connection: sqlite3.Connection, operation: str, parameters: Any) -> _Outcome:
+    """On aiosqlite's thread: the statement, its rows, then the cursor closed."""
+    cursor = connection.cursor()
+    try:
+        if parameters is None:
+            cursor.execute(operation)
+        else:
+            cursor.execute(operation, parameters)
+        description = cursor.description
+        rows = cursor.fetchall() if description else []
+        return description, rows, cursor.lastrowid, cursor.rowcount
+    finally:
+        cursor.close()
+
+
+def _execute_many(connection: sqlite3.Connection, operation: str, parameters: Any) -> _Outcome:
+    cursor = connection.cursor()
+    try:
+        cursor.executemany(operation, parameters)
+        return None, [], cursor.lastrowid, cursor.rowcount
+    finally:
+        cursor.close()
+
+
+class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
+    __slots__ = ()
+
+    def execute(self, operation: Any, parameters: Any = None) -> None:
+        self._take(self._run(_execute, operation, parameters))
+
+    def executemany(self, operation: Any, seq_of_parameters: Any) -> None:
+        self._take(self._run(_execute_many, operation, seq_of_parameters))
+
+    def _run(self, function: Any, operation: Any, parameters: Any) -> _Outcome:
+        driver = self._connection
+        try:
+            return self.await_(driver._execute(function, driver._conn, operation, parameters))  # type: ignore[attr-defined]
+        except Exception as error:
+            self._adapt_connection._handle_exception(error)
+
+    def _take(self, outcome: _Outcome) -> None:
+        description, rows, lastrowid, rowcount = outcome
+        if description:  # as SQLAlchemy's adapter reports a statement that returned rows
+            self.description = description
+            self.lastrowid = self.rowcount = -1
+            self._rows = deque(rows)
+        else:
+            self.description = None
+            self.lastrowid, self.rowcount = lastrowid, rowcount
+
+
+class OneTripConnection(AsyncAdapt_aiosqlite_connection):
+    __slots__ = ()
+
+    def cursor(self, server_side: bool = False) -> AsyncAdapt_aiosqlite_cursor:
+        if server_side:  # rows fetched as they are read: SQLAlchemy's own
+            return super().cursor(server_side=True)
+        return OneTripCursor(self)
+
+
+class OneTripDBAPI(AsyncAdapt_aiosqlite_dbapi):
+    def connect(self, *arg: Any, **kw: Any) -> AsyncAdapt_aiosqlite_connection:
+        adapted = super().connect(*arg, **kw)
+        if type(adapted) is not AsyncAdapt_aiosqlite_connection:  # async_fallback: as is
+            return adapted
+        return OneTripConnection(adapted.dbapi, adapted._connection)
+
+
+class OneTripDialect(SQLiteDialect_aiosqlite):
+    supports_statement_cache = True
+
+    @classmethod
+    def import_dbapi(cls) -> AsyncAdapt_aiosqlite_dbapi:
+        return OneTripDBAPI(__import__("aiosqlite"), sqlite3)
+
+
+def register() -> None:
+    """`sqlite+aiosqlite` URLs use OneTripDialect from here on (in this process)."""
+    registry.register("sqlite.aiosqlite", __name__, "OneTripDialect")
