@@ -244,32 +244,41 @@ async def _stream_once(
     async with calls.model_call(target.model):
         # the request's own timeout: target.timeout
         stream = await _open(target, messages, tools, response_format)
-        # The idle deadline is set by every chunk: a stream stalling after one ends as a timeout.
+        # The idle deadline is set by every read: a stream stalling after one ends as a timeout.
         # Until the first, the transport's read timeout (also target.timeout) watches the wire,
         # so litellm's own first-chunk work (imports on a first call) is not counted as silence.
         # Moved only once it is due within `timeout` (each time to `timeout` + a tenth
-        # ahead): a chunk costs a clock read, not a timer; a stall still ends between
+        # ahead): a read costs a clock read, not a timer; a stall still ends between
         # `timeout` and 1.1 x `timeout` after the last chunk.
         ahead = target.timeout * 1.1
         async with asyncio.timeout(None) as deadline:
             due = math.inf
-            async for chunk in _chunks(stream):
+            async for batch in _batches(stream):
                 now = loop.time()
                 if due - now < target.timeout:
                     due = now + ahead
                     deadline.reschedule(due)
-                if not chunk.choices:
-                    continue
-                choice = chunk.choices[0]
-                delta = choice.delta
-                if delta is not None and delta.content:
-                    turn.text += delta.content
-                    await on_text(delta.content)
-                for call_delta in (getattr(delta, "tool_calls", None) or ()) if delta else ():
-                    assembler.add(call_delta)
-                if choice.finish_reason:
-                    turn.finish_reason = choice.finish_reason
+                if text := _take(batch, turn, assembler):
+                    await on_text(text)
     turn.tool_calls = assembler.calls()
+
+
+def _take(batch: list[Any], turn: ModelTurn, assembler: _ToolCallAssembler) -> str:
+    """Add a batch of chunks to the turn; the text they carried (told in one piece)."""
+    text = ""
+    for chunk in batch:
+        if not chunk.choices:
+            continue
+        choice = chunk.choices[0]
+        delta = choice.delta
+        if delta is not None and delta.content:
+            text += delta.content
+        for call_delta in (getattr(delta, "tool_calls", None) or ()) if delta else ():
+            assembler.add(call_delta)
+        if choice.finish_reason:
+            turn.finish_reason = choice.finish_reason
+    turn.text += text
+    return text
 
 
 async def _open(
@@ -277,13 +286,14 @@ async def _open(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
     response_format: dict[str, Any] | None = None,
-) -> AsyncIterator[Any]:
-    """The call's stream of chunks: off the wire, or litellm's streaming wrapper."""
+) -> AsyncIterator[list[Any]]:
+    """The call's stream of chunk batches: off the wire (a batch per read), or litellm's
+    streaming wrapper (a batch per chunk)."""
     if target.fast_stream:
         request = _wire_request(target, messages, tools, response_format)
         if request is not None:
             response = await llm_wire.open_stream(request, target.timeout)
-            return llm_wire.read_chunks(request, response)
+            return llm_wire.read_batches(request, response)
     params: dict[str, Any] = {"stream": True, "max_retries": 0, "timeout": target.timeout}
     if response_format is not None:
         params["response_format"] = response_format
@@ -294,7 +304,12 @@ async def _open(
     if tools:
         params["tools"] = tools
     _price_unmapped_model(target.model)
-    return await litellm.acompletion(model=target.model, messages=messages, **params)
+    return _one_by_one(await litellm.acompletion(model=target.model, messages=messages, **params))
+
+
+async def _one_by_one(stream: Any) -> AsyncIterator[list[Any]]:
+    async for chunk in stream:
+        yield [chunk]
 
 
 def _wire_request(
@@ -315,15 +330,15 @@ def _wire_request(
         ) from exc
 
 
-async def _chunks(stream: Any) -> AsyncIterator[Any]:
-    """The stream's chunks; a connection that breaks off mid-stream is said to be lost.
+async def _batches(stream: AsyncIterator[list[Any]]) -> AsyncIterator[list[Any]]:
+    """The stream's batches; a connection that breaks off mid-stream is said to be lost.
 
     Only the stream's own errors pass here (an error of the loop's body, e.g. a database
     write in `on_text`, is raised where it happens, not thrown into this generator).
     """
     try:
-        async for chunk in stream:
-            yield chunk
+        async for batch in stream:
+            yield batch
     except Exception as exc:
         if (lost := stream_lost(exc)) is not None:
             raise lost from exc

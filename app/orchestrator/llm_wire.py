@@ -260,54 +260,76 @@ async def open_stream(request: WireRequest, timeout: float) -> httpx.Response:  
     return response
 
 
-async def read_chunks(request: WireRequest, response: httpx.Response) -> AsyncIterator[Chunk]:
-    """The stream's chunks, decoded as they arrive, until `[DONE]` or the end of the body.
+async def read_batches(
+    request: WireRequest, response: httpx.Response
+) -> AsyncIterator[list[Chunk]]:
+    """The stream's chunks, decoded as they arrive: all those of one read of the socket
+    together (a generator step per chunk cost more than decoding it), until `[DONE]` or
+    the end of the body.
 
     A line that is not valid JSON is skipped (as litellm's own reader does); an error
     object inside the stream raises litellm's exception for its code.
     """
-    lines = _data_lines(response)
+    reads = _data_lines(response)
     try:
-        async for payload in lines:
-            if payload == b"[DONE]":
-                await _finish_body(lines)
+        async for payloads in reads:
+            batch, end = _decode_batch(request, payloads)
+            if batch:
+                yield batch
+            if isinstance(end, Exception):  # after the chunks that came before it
+                raise end
+            if end is _DONE:
+                await _finish_body(reads)
                 return
-            try:
-                chunk = _decode_chunk(payload)
-            except msgspec.DecodeError:
-                logger.debug("skipped a malformed stream chunk: %.200r", payload)
-                continue
-            if chunk.error is not None:
-                raise _chunk_error(request, chunk.error)
-            yield chunk
     except httpx.TimeoutException as exc:  # a read waited `timeout`: the stream stalled
         raise TimeoutError(str(exc)) from exc
     finally:
         await response.aclose()
 
 
-async def _finish_body(lines: AsyncIterator[bytes]) -> None:
+_DONE = object()
+
+
+def _decode_batch(request: WireRequest, payloads: list[bytes]) -> tuple[list[Chunk], Any]:
+    """The chunks of one read's `data:` payloads, and what ended them: `_DONE` (the
+    `[DONE]` line), the exception for an error object, or None (the stream goes on)."""
+    batch: list[Chunk] = []
+    for payload in payloads:
+        if payload == b"[DONE]":
+            return batch, _DONE
+        try:
+            chunk = _decode_chunk(payload)
+        except msgspec.DecodeError:
+            logger.debug("skipped a malformed stream chunk: %.200r", payload)
+            continue
+        if chunk.error is not None:
+            return batch, _chunk_error(request, chunk.error)
+        batch.append(chunk)
+    return batch, None
+
+
+async def _finish_body(reads: AsyncIterator[list[bytes]]) -> None:
     """Read what follows `[DONE]` (nothing, from a well-behaved server): a response read
     to its end gives its connection back to the pool, one closed early is torn down and
     the next call connects again. A server that keeps the stream open gets a moment."""
     with contextlib.suppress(Exception):
         async with asyncio.timeout(DRAIN_SECONDS):
-            async for _ in lines:
+            async for _ in reads:
                 pass
 
 
-async def _data_lines(response: httpx.Response) -> AsyncIterator[bytes]:
-    """The payloads of the SSE `data:` lines; blank separators, `event:` lines and
-    `: keep-alive` comments are passed over."""
+async def _data_lines(response: httpx.Response) -> AsyncIterator[list[bytes]]:
+    """Per read of the body, the payloads of its complete SSE `data:` lines; blank
+    separators, `event:` lines and `: keep-alive` comments are passed over."""
     pending = b""
     async for data in response.aiter_bytes():
         lines = (pending + data).split(b"\n")
         pending = lines.pop()
-        for line in lines:
-            if line.startswith(b"data:"):
-                yield line[5:].strip()
+        payloads = [line[5:].strip() for line in lines if line.startswith(b"data:")]
+        if payloads:
+            yield payloads
     if pending.startswith(b"data:"):  # a last line without its newline
-        yield pending[5:].strip()
+        yield [pending[5:].strip()]
 
 
 def _chunk_error(request: WireRequest, error: Any) -> Exception:

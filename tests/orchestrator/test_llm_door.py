@@ -75,10 +75,20 @@ async def _turn(
 
 
 async def test_text_streams_in_pieces(llm: FakeLLM, door: str) -> None:
-    llm.script(Text("Hello there, how can I help?", pieces=4))
+    llm.script(Text("Hello there, how can I help?", pieces=4, pause=0.02))  # 4 writes
     turn, pieces = await _turn(llm, door)
     assert turn.text == "Hello there, how can I help?" and len(pieces) == 4
     assert turn.finish_reason == "stop" and turn.tool_calls == []
+
+
+async def test_chunks_that_arrive_together_are_told_together_on_the_fast_path(
+    llm: FakeLLM, door: str
+) -> None:
+    llm.script(Text("Hello there, how can I help?", pieces=4))  # one write
+    turn, pieces = await _turn(llm, door)
+    assert turn.text == "Hello there, how can I help?"
+    assert "".join(pieces) == turn.text
+    assert len(pieces) == (1 if door == "fast" else 4)  # litellm hands over chunk by chunk
 
 
 async def test_both_paths_send_litellms_request(llm: FakeLLM, door: str) -> None:
@@ -142,7 +152,7 @@ async def test_a_last_chunk_with_only_usage_ends_the_turn_cleanly(llm: FakeLLM, 
         ToolCalls(Call("tasks", {"action": "list"}), usage=usage),
     )
     turn, pieces = await _turn(llm, door)
-    assert turn.text == "Counted." and pieces == ["Cou", "nte", "d."]
+    assert turn.text == "Counted." and "".join(pieces) == "Counted."
     assert turn.finish_reason == "stop"
     turn, _ = await _turn(llm, door, tools=TOOLS)
     assert turn.finish_reason == "tool_calls" and len(turn.tool_calls) == 1
