@@ -1,7 +1,7 @@
 """Turn benchmark over real server processes: HTTP + websocket, as a phone would.
 
 `uv run python -m bench.turn [--turns 300] [--clients 1,8] [--dialects sqlite,postgresql]
-[--processes 1] [--profile out.prof]`
+[--processes 1] [--profile out.prof] [--langgraph VENV]`
 
 Per dialect (and process count): a fresh migrated database; the fake OpenAI-compatible
 model in a process of its own (each run: the model asks for 2 parallel `tasks` calls,
@@ -18,6 +18,17 @@ per run (user + system time of every server process, from /proc, over the measur
 last client count and writes PATH (read it with `python -m pstats PATH`).
 `--answer-chunks 300 --answer-pause 0.002`: a long answer streamed word by word, as a
 model emits it (by default the short answer arrives in one read).
+
+`--langgraph VENV` (or env `BENCH_LANGGRAPH_VENV`): also the same turns, clients and fake
+model (a process of its own) against the LangGraph Agent Server 0.16 (`langgraph dev`,
+in-memory runtime) serving the same agent (`bench/langgraph/graph.py`), as rows with
+dialect `langgraph`: our goals are stated relative to it. VENV holds langgraph-cli[inmem]
+and langchain-openai (not dependencies of ours):
+`python3 -m venv /tmp/lg && /tmp/lg/bin/pip install "langgraph-cli[inmem]==0.4.40"
+"langgraph-api==0.16.7" "langchain-openai==1.7.3"`. Its turn: `bench/langgraph/client.py`;
+how it is started and measured, and the settings: `bench/langgraph/server.py` (its queue,
+which polls every 0.5 s, is woken when a run is created, as our goals were set;
+`BENCH_LANGGRAPH_WAKE=0`: the poll as it ships).
 """
 
 from __future__ import annotations
@@ -29,9 +40,13 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from bench.common import start_url_process
+from bench.langgraph.client import LangGraphClient, verify
+from bench.langgraph.server import LangGraphServer, langgraph_server
 from bench.rest.__main__ import free_port
 from bench.turn.client import TurnClient, TurnTimes
 from bench.turn.server import ServerProcess, servers
@@ -79,19 +94,34 @@ def start_model() -> tuple[subprocess.Popen[str], str]:
     return start_url_process("bench.turn.model")
 
 
-async def drive(
-    processes: list[ServerProcess], agent_id: str, clients: int, turns: int
+def stop_model(model: subprocess.Popen[str]) -> None:
+    assert model.stdin is not None
+    model.stdin.close()
+    model.wait(timeout=10)
+
+
+class Client(Protocol):
+    async def run(self, turns: int, times: TurnTimes) -> None: ...
+
+
+async def drive_clients(
+    client: Callable[[int], Client], clients: int, turns: int
 ) -> tuple[TurnTimes, float]:
+    """`clients` clients (`client(i)`) sharing `turns` turns, all at once."""
     times = TurnTimes()
     per_client = max(1, turns // clients)
     started = time.perf_counter()
-    await asyncio.gather(
-        *(
-            TurnClient(processes[i % len(processes)].base, TOKEN, agent_id).run(per_client, times)
-            for i in range(clients)
-        )
-    )
+    await asyncio.gather(*(client(i).run(per_client, times) for i in range(clients)))
     return times, time.perf_counter() - started
+
+
+async def drive(
+    processes: list[ServerProcess], agent_id: str, clients: int, turns: int
+) -> tuple[TurnTimes, float]:
+    def client(i: int) -> TurnClient:  # clients round-robin over the servers
+        return TurnClient(processes[i % len(processes)].base, TOKEN, agent_id)
+
+    return await drive_clients(client, clients, turns)
 
 
 async def measure(
@@ -150,9 +180,44 @@ def bench(args: argparse.Namespace, dialect: str, count: int) -> list[Row]:
 
             asyncio.run(run_all())
     finally:
-        assert model.stdin is not None
-        model.stdin.close()
-        model.wait(timeout=10)
+        stop_model(model)
+    return rows
+
+
+async def measure_langgraph(
+    server: LangGraphServer, clients: int, turns: int, warmup: int
+) -> tuple[TurnTimes, float, float]:
+    """As `measure`, against `langgraph dev` (CPU: its process and children)."""
+
+    def client(i: int) -> LangGraphClient:
+        return LangGraphClient(server.base)
+
+    await drive_clients(client, clients, warmup)
+    before = server.cpu_seconds()
+    times, seconds = await drive_clients(client, clients, turns)
+    return times, seconds, server.cpu_seconds() - before
+
+
+def bench_langgraph(args: argparse.Namespace) -> list[Row]:
+    """The same turns against `langgraph dev` from the venv `args.langgraph`, on a fake
+    model of its own; a few turns are checked first (model called twice, answer kept)."""
+    rows = []
+    model, model_url = start_model()
+    try:
+        with langgraph_server(args.langgraph, model_url) as server:
+
+            async def run_all() -> None:
+                await verify(server.base)
+                for n in (int(c) for c in args.clients.split(",")):
+                    times, seconds, cpu = await measure_langgraph(
+                        server, n, args.turns, args.warmup
+                    )
+                    rows.append(Row("langgraph", 1, n, times, seconds, cpu))
+                    print(" ".join(rows[-1].cells()), flush=True)
+
+            asyncio.run(run_all())
+    finally:
+        stop_model(model)
     return rows
 
 
@@ -171,6 +236,12 @@ def main() -> None:
     parser.add_argument(
         "--answer-pause", type=float, default=0.0, help="seconds between the answer's chunks"
     )
+    parser.add_argument(
+        "--langgraph",
+        default=os.environ.get("BENCH_LANGGRAPH_VENV"),
+        metavar="VENV",
+        help="also measure `langgraph dev` from this venv (langgraph-cli[inmem], langchain-openai)",
+    )
     args = parser.parse_args()
     # read by the fake model's process (model.py)
     os.environ["BENCH_ANSWER_CHUNKS"] = str(args.answer_chunks)
@@ -179,6 +250,8 @@ def main() -> None:
     for dialect in args.dialects.split(","):
         for count in (int(p) for p in args.processes.split(",")):
             bench(args, dialect.strip(), count)
+    if args.langgraph:
+        bench_langgraph(args)
 
 
 if __name__ == "__main__":
