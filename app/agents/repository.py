@@ -30,7 +30,7 @@ def visible_agent(user_id: Any, agent_id: Any) -> Select[tuple[Agent]]:
     return select(Agent).where(Agent.id == agent_id, visible_to(user_id))
 
 
-# Built once (composing a statement costs more CPU than running it): every new thread.
+# Built once (composing a statement costs more CPU than running it).
 VISIBLE_AGENT = visible_agent(bindparam("user_id"), bindparam("agent_id"))
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
 
-from sqlalchemy import Column, RowMapping, Table, insert, inspect
+from sqlalchemy import Column, ColumnElement, RowMapping, Table, bindparam, insert, inspect, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
@@ -124,6 +124,25 @@ async def flush_pending(session: AsyncSession) -> None:
         await session.flush()
 
 
+def _fill(instance: Base, columns: _Columns) -> dict[str, Any]:
+    """The new instance's row by column key, its unset attributes set to their defaults."""
+    given = instance.__dict__
+    values: dict[str, Any] = {}
+    for column, attribute, scalar, make in columns:
+        value = given.get(attribute, _MISSING)
+        if value is _MISSING:
+            value = _default(scalar, make)
+            setattr(instance, attribute, value)
+        values[column] = value
+    return values
+
+
+def _attach(session: AsyncSession, instance: T) -> T:
+    make_transient_to_detached(instance)  # its values are now the stored ones
+    session.add(instance)
+    return instance
+
+
 async def insert_new(session: AsyncSession, instance: T) -> T:
     """INSERT a new (transient) instance now and attach it to `session`, clean."""
     plan = _plan(type(instance))
@@ -132,15 +151,33 @@ async def insert_new(session: AsyncSession, instance: T) -> T:
         await session.flush()
         return instance
     await flush_pending(session)
-    given = instance.__dict__
-    values: dict[str, Any] = {}
-    for column, attribute, scalar, make in plan.columns:
-        value = given.get(attribute, _MISSING)
-        if value is _MISSING:
-            value = _default(scalar, make)
-            setattr(instance, attribute, value)
-        values[column] = value
-    await session.execute(plan.statement, values)
-    make_transient_to_detached(instance)  # its values are now the stored ones
-    session.add(instance)
-    return instance
+    await session.execute(plan.statement, _fill(instance, plan.columns))
+    return _attach(session, instance)
+
+
+def insert_where(model: type[Base], condition: ColumnElement[bool]) -> Insert:
+    """`INSERT … SELECT <the row> WHERE condition RETURNING <key>`, for `insert_new_if`:
+    a check and the insert it guards in one statement. Build it once (module level); the
+    row's values are bound as `v_<column key>`, the condition's parameters are its own."""
+    plan = _plan(model)
+    if plan is None:
+        raise ValueError(f"{model.__name__}: a column the database fills in needs a flush")
+    table = plan.statement.table
+    values = select(*(bindparam(f"v_{c.key}", type_=c.type) for c in table.c)).where(condition)
+    primary = next(iter(table.primary_key))
+    return insert(table).from_select([c.key for c in table.c], values).returning(primary)
+
+
+async def insert_new_if(
+    session: AsyncSession, instance: T, statement: Insert, condition: Mapping[str, Any]
+) -> T | None:
+    """INSERT a new instance with `statement` (from `insert_where`) if its condition
+    holds (`condition`: the condition's parameters); attached, clean. None: it did not."""
+    plan = _plan(type(instance))
+    assert plan is not None  # insert_where refused to build the statement otherwise
+    await flush_pending(session)
+    values = _fill(instance, plan.columns)
+    params = {**condition, **{f"v_{key}": value for key, value in values.items()}}
+    if (await session.execute(statement, params)).first() is None:
+        return None
+    return _attach(session, instance)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, bindparam, select
+from sqlalchemy import Select, bindparam, exists, select
 
+from app.agents.repository import visible_to
 from app.db.models import Agent, Run, Thread, ThreadMessage, User
 from app.db.models.run import ACTIVE_RUN_STATUSES
+from app.db.rows import insert_where
 
 
 # -- threads ------------------------------------------------------------------------------
@@ -29,6 +31,14 @@ OWNED_LAST_SEQ = owned_thread(bindparam("thread_id"), bindparam("owner_id"), Thr
 OWNED_THREAD_AND_AGENT_TYPE = owned_thread(
     bindparam("thread_id"), bindparam("owner_id"), Thread, Agent.agent_type
 ).join(Agent, Agent.id == Thread.agent_id)
+
+
+# A new thread, if its agent is visible to its owner (params `agent_id`, `user_id`): the
+# check and the insert in one statement.
+INSERT_THREAD_FOR_VISIBLE_AGENT = insert_where(
+    Thread,
+    exists().where(Agent.id == bindparam("agent_id"), visible_to(bindparam("user_id"))),
+)
 
 
 def in_owned_thread(query: Select[Any], thread_id: Any, owner_id: Any) -> Select[Any]:

@@ -7,9 +7,8 @@ from uuid import UUID
 from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.agents.services import get_visible_agent
 from app.db.models import Thread, User
-from app.db.rows import insert_new
+from app.db.rows import insert_new_if
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
@@ -50,9 +49,14 @@ async def active_run_id(session: AsyncSession, thread_id: UUID) -> UUID | None:
 async def create_thread(
     session: AsyncSession, user: User, agent_id: UUID, title: str | None
 ) -> Thread:
-    agent = await get_visible_agent(session, user, agent_id)
-    thread = Thread(owner_id=user.id, agent_id=agent.id, title=title, last_activity_at=utcnow())
-    return await insert_new(session, thread)
+    thread = Thread(owner_id=user.id, agent_id=agent_id, title=title, last_activity_at=utcnow())
+    params = {"agent_id": agent_id, "user_id": user.id}
+    created = await insert_new_if(
+        session, thread, repository.INSERT_THREAD_FOR_VISIBLE_AGENT, params
+    )
+    if created is None:
+        raise ProblemException(404, "Agent not found.")
+    return created
 
 
 async def list_threads(

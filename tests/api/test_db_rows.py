@@ -1,18 +1,18 @@
 """app/db/rows.py: `insert_new` (one INSERT past the unit of work, the instance left as
 a flush leaves it; a model whose database fills a column in keeps the flush) and
 `adopt_rows` (rows of a Core UPDATE … RETURNING as instances, as the ORM form leaves
-them)."""
+them); `insert_new_if` (the insert and the check that guards it in one statement)."""
 
 from __future__ import annotations
 
 from uuid import uuid4
 
-from sqlalchemy import Integer, String, inspect, select, text, update
+from sqlalchemy import Integer, String, bindparam, exists, inspect, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from app.db.models import Run, Task, Thread
-from app.db.rows import adopt_rows, insert_new
+from app.db.models import Agent, Run, Task, Thread
+from app.db.rows import adopt_rows, insert_new, insert_new_if, insert_where
 from app.lib.time import utcnow
 from tests.conftest import ApiUser
 
@@ -49,6 +49,32 @@ async def test_rows_the_session_holds_unwritten_go_first(db: AsyncSession, alice
     db.expire_all()
     stored = await db.scalar(select(Run).where(Run.thread_id == thread_id))
     assert stored is not None and stored.id == run_id and stored.status == "queued"
+
+
+_TASK_IF_AGENT_NAMED = insert_where(
+    Task, exists().where(Agent.id == bindparam("agent_id"), Agent.name == bindparam("name"))
+)
+
+
+async def test_a_row_inserted_if_its_condition_holds(db: AsyncSession, alice: ApiUser) -> None:
+    owner_id, agent_id = alice.user.id, alice.agent.id
+    name = await db.scalar(select(Agent.name).where(Agent.id == agent_id))
+    agent = {"agent_id": agent_id, "name": name}
+    task = Task(owner_id=owner_id, title="kept", agent_id=agent_id)
+    inserted = await insert_new_if(db, task, _TASK_IF_AGENT_NAMED, agent)
+    refused = await insert_new_if(
+        db,
+        Task(owner_id=alice.user.id, title="refused"),
+        _TASK_IF_AGENT_NAMED,
+        {**agent, "name": "no such agent"},
+    )
+    assert inserted is task and refused is None
+    assert inspect(task).persistent and not inspect(task).modified
+    assert task.status == "active"  # the column's default, filled in
+    await db.commit()
+    db.expire_all()
+    titles = (await db.scalars(select(Task.title).where(Task.owner_id == owner_id))).all()
+    assert titles == ["kept"]
 
 
 async def test_adopted_rows_are_attached_and_held_ones_updated(
