@@ -45,7 +45,8 @@ class OrchestratorPlugin(InitPluginProtocol):
 
     @asynccontextmanager
     async def _run_worker(self, app: Litestar) -> AsyncIterator[None]:
-        from app.orchestrator.worker import RunWorker  # imports litellm: only when running
+        from app.orchestrator import llm_wire  # imports litellm: only when running
+        from app.orchestrator.worker import RunWorker
 
         engine = self._runner_engine()
         worker = RunWorker(self.settings, async_sessionmaker(engine, expire_on_commit=False))
@@ -55,6 +56,7 @@ class OrchestratorPlugin(InitPluginProtocol):
             yield
         finally:
             await worker.stop()
+            await llm_wire.close_session()  # the model door's pooled connections
             if engine is not self.db_config.get_engine():
                 await engine.dispose()
 

@@ -5,7 +5,7 @@
 Against the fake OpenAI server over loopback (in its own process, so only the door's CPU
 is counted), each call is measured with `time.process_time`:
 
-- raw:     httpx streams the SSE, each `data:` line decoded with msgspec: the floor;
+- raw:     aiohttp streams the SSE, each `data:` line decoded with msgspec: the floor;
 - fast:    `stream_turn` with the fast path (litellm builds the request, the door reads);
 - litellm: `stream_turn` through `litellm.acompletion` in full (LLM_FAST_STREAM=false).
 
@@ -25,9 +25,10 @@ from collections.abc import Awaitable, Callable
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import httpx
+import aiohttp
 import msgspec
 
+from app.orchestrator import llm_wire
 from app.orchestrator.llm import ModelTarget, stream_turn
 from app.tools.registry import get_registry
 from app.tools.toolsets import load_agent_types
@@ -54,8 +55,9 @@ def door_call(base_url: str, fast: bool, tools: list) -> Callable[[str], Awaitab
     return call
 
 
-def raw_call(base_url: str, tools: list) -> Callable[[str], Awaitable[object]]:
-    client = httpx.AsyncClient()
+def raw_call(
+    client: aiohttp.ClientSession, base_url: str, tools: list
+) -> Callable[[str], Awaitable[object]]:
     headers = {"Authorization": "Bearer bench", "Content-Type": "application/json"}
     decode = msgspec.json.decode
 
@@ -66,9 +68,9 @@ def raw_call(base_url: str, tools: list) -> Callable[[str], Awaitable[object]]:
         content = msgspec.json.encode(body)
         url = f"{base_url}/chat/completions"
         chunks = []
-        async with client.stream("POST", url, headers=headers, content=content) as response:
+        async with client.post(url, headers=headers, data=content) as response:
             pending = b""
-            async for data in response.aiter_bytes():
+            async for data in response.content.iter_any():
                 lines = (pending + data).split(b"\n")
                 pending = lines.pop()
                 for line in lines:
@@ -96,8 +98,9 @@ async def run(calls: int, chunks: int, rounds: int) -> None:
     fake, base_url = start_fake()
     load_agent_types(tool_names=get_registry().names)  # as create_app does at startup
     tools = get_registry().function_definitions(("tasks",))
+    client = aiohttp.ClientSession()
     ways = {
-        "raw": raw_call(base_url, tools),
+        "raw": raw_call(client, base_url, tools),
         "fast": door_call(base_url, True, tools),
         "litellm": door_call(base_url, False, tools),
     }
@@ -123,6 +126,8 @@ async def run(calls: int, chunks: int, rounds: int) -> None:
             f"litellm/fast per chunk: {per_chunk['litellm'] / per_chunk['fast']:.1f}x"
         )
     finally:
+        await client.close()
+        await llm_wire.close_session()
         assert fake.stdin is not None
         fake.stdin.close()
         fake.wait(10)

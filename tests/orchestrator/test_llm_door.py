@@ -5,6 +5,7 @@ The same calls must give the same turns and the same errors."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import litellm
@@ -41,9 +42,10 @@ def door(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def llm(fake_llm: FakeLLM) -> FakeLLM:
+async def llm(fake_llm: FakeLLM) -> AsyncIterator[FakeLLM]:
     fake_llm.reset()
-    return fake_llm
+    yield fake_llm
+    await llm_wire.close_session()  # as the app does at shutdown
 
 
 async def _turn(
@@ -119,9 +121,9 @@ async def test_both_paths_ask_for_structured_output_alike(llm: FakeLLM, door: st
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["schema"]["required"] == ["a"]
     assert "tools" not in body
-    # the fast path sends with our httpx client, litellm in full with its own
+    # the fast path sends with our aiohttp session, litellm in full with its own client
     sent_by = llm.headers[0]["user-agent"]
-    assert sent_by.startswith("python-httpx" if door == "fast" else "litellm/")
+    assert ("aiohttp/" in sent_by) if door == "fast" else sent_by.startswith("litellm/")
 
 
 async def test_arguments_split_across_chunks_and_parallel_calls(llm: FakeLLM, door: str) -> None:
@@ -282,3 +284,22 @@ def test_a_mapped_model_keeps_its_real_price() -> None:
     before = litellm.get_model_info("openai/gpt-4o-mini")["input_cost_per_token"]
     _price_unmapped_model("openai/gpt-4o-mini")
     assert before and litellm.get_model_info("openai/gpt-4o-mini")["input_cost_per_token"] == before
+
+
+def test_the_fast_path_takes_the_proxy_the_environment_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://user:secret@proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", "models.internal")
+    llm_wire._env_proxy.cache_clear()
+    try:
+        proxy, auth = llm_wire._env_proxy("https://api.example.com/v1/chat/completions")
+        bypassed = llm_wire._env_proxy("https://models.internal/v1/chat/completions")
+        plain = llm_wire._env_proxy("http://127.0.0.1:8000/v1/chat/completions")
+    finally:
+        llm_wire._env_proxy.cache_clear()
+    assert str(proxy) == "http://proxy.internal:3128"
+    assert auth is not None and (auth.login, auth.password) == ("user", "secret")
+    assert bypassed == (None, None) and plain == (None, None)
