@@ -59,6 +59,21 @@ async def test_a_statement_is_one_trip_to_the_driver_thread(
     assert len([name for name in trips if name != "rollback"]) == 2
 
 
+async def test_a_connection_that_only_read_goes_back_to_the_pool_without_a_trip(
+    engine: AsyncEngine, trips: list[str]
+) -> None:
+    async with engine.connect() as connection:
+        await connection.execute(text("SELECT 1"))
+        trips.clear()
+        await connection.execute(text("SELECT v FROM t"))
+    # the pool's rollback on return: nothing to roll back, so no trip
+    assert trips == ["_execute"]
+    async with engine.connect() as connection:
+        await connection.execute(text("INSERT INTO t (v) VALUES ('a')"))
+    async with engine.connect() as connection:  # the pool rolled that one back, for real
+        assert (await connection.execute(text("SELECT count(*) FROM t"))).scalar_one() == 0
+
+
 async def test_rows_counts_and_new_ids_read_back_as_before(engine: AsyncEngine) -> None:
     async with engine.begin() as connection:
         many = await connection.execute(

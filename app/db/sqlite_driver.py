@@ -86,6 +86,23 @@ class OneTripConnection(AsyncAdapt_aiosqlite_connection):
             return super().cursor(server_side=True)
         return OneTripCursor(self)
 
+    # Outside a transaction sqlite3's commit and rollback do nothing, yet each was a trip
+    # to the thread: the pool rolls back every connection it gets back, most of which only
+    # read (pysqlite opens no transaction for a SELECT).
+    def commit(self) -> None:
+        if self._in_transaction():
+            super().commit()
+
+    def rollback(self) -> None:
+        if self._in_transaction():
+            super().rollback()
+
+    def _in_transaction(self) -> bool:
+        try:
+            return bool(self._connection._conn.in_transaction)  # type: ignore[attr-defined]
+        except Exception:  # closed: the driver's own call reports it
+            return True
+
 
 class OneTripDBAPI(AsyncAdapt_aiosqlite_dbapi):
     def connect(self, *arg: Any, **kw: Any) -> AsyncAdapt_aiosqlite_connection:
