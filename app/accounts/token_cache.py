@@ -18,9 +18,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import inspect
-from sqlalchemy.orm import make_transient_to_detached
 
 from app.db.models import User
+from app.db.rows import detached
 from app.lib.time import utcnow
 
 MAX_ENTRIES = 10_000
@@ -40,9 +40,7 @@ class TokenCache:
         if entry[0] <= time.monotonic():
             self._entries.pop(digest, None)
             return None
-        user = User(**entry[1])
-        make_transient_to_detached(user)
-        return user
+        return detached(User, entry[1])
 
     def put(self, digest: str, user: User, expires_at: datetime) -> None:
         now = time.monotonic()

@@ -27,7 +27,12 @@ def owned_thread(thread_id: Any, owner_id: Any, *columns: Any) -> Select[Any]:
 
 # Built once, for the hot paths (every request on a thread, every subscription, every run).
 OWNED_THREAD = owned_thread(bindparam("thread_id"), bindparam("owner_id"))
-OWNED_LAST_SEQ = owned_thread(bindparam("thread_id"), bindparam("owner_id"), Thread.last_seq)
+# On the table's own columns (Core): an ORM select of a column costs ~40 µs more per run,
+# on every page read and every subscription.
+_threads = Thread.__table__
+OWNED_LAST_SEQ = select(_threads.c.last_seq).where(
+    _threads.c.id == bindparam("thread_id"), _threads.c.owner_id == bindparam("owner_id")
+)
 OWNED_THREAD_AND_AGENT_TYPE = owned_thread(
     bindparam("thread_id"), bindparam("owner_id"), Thread, Agent.agent_type
 ).join(Agent, Agent.id == Thread.agent_id)
