@@ -11,7 +11,8 @@ left out.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 from uuid import UUID
 
 from sqlalchemy import bindparam, select
@@ -22,22 +23,39 @@ from app.threads.activity import INTERRUPTED, failure_content
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the tools when they help."
 HISTORY_LIMIT = 400  # rows read; the context window trims further
-_LATEST = (  # built once: every run reads it
-    select(ThreadMessage)
-    .where(ThreadMessage.thread_id == bindparam("thread_id"))
-    .order_by(ThreadMessage.position.desc())
+_messages = ThreadMessage.__table__
+
+
+class HistoryRow(Protocol):
+    """What the conversation is rebuilt from: a message row (or a ThreadMessage)."""
+
+    role: str
+    content: str | None
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    tool_activity: dict[str, Any] | None
+    run_id: UUID | None
+    position: int
+
+
+# Built once (every run reads it); the columns it needs as plain rows, on the table
+# (Core): loading a long thread's messages as ORM instances cost ~5x as much.
+_LATEST = (
+    select(*(_messages.c[name] for name in HistoryRow.__annotations__))
+    .where(_messages.c.thread_id == bindparam("thread_id"))
+    .order_by(_messages.c.position.desc())
     .limit(HISTORY_LIMIT)
 )
 
 
-def _ordered(rows: list[ThreadMessage], until_run: UUID | None = None) -> list[ThreadMessage]:
+def _ordered(rows: Sequence[HistoryRow], until_run: UUID | None = None) -> list[HistoryRow]:
     """Rows grouped by run in trigger order; with `until_run`, nothing of later runs
     (a message queued behind this run is not part of its conversation)."""
     trigger_position: dict[UUID, int] = {
         row.run_id: row.position for row in rows if row.role == "user" and row.run_id
     }
 
-    def key(row: ThreadMessage) -> tuple[int, int, int]:
+    def key(row: HistoryRow) -> tuple[int, int, int]:
         anchor = trigger_position.get(row.run_id, row.position) if row.run_id else row.position
         return anchor, 0 if row.role == "user" else 1, row.position
 
@@ -48,7 +66,7 @@ def _ordered(rows: list[ThreadMessage], until_run: UUID | None = None) -> list[T
     return ordered
 
 
-def _tool_content(row: ThreadMessage) -> str:
+def _tool_content(row: HistoryRow) -> str:
     if row.content:
         return row.content
     activity = row.tool_activity or {}
@@ -58,7 +76,7 @@ def _tool_content(row: ThreadMessage) -> str:
 
 
 def to_model_messages(
-    rows: list[ThreadMessage], until_run: UUID | None = None
+    rows: Sequence[HistoryRow], until_run: UUID | None = None
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     pending: dict[str, dict[str, Any] | None] = {}  # call id -> its answer, in call order
@@ -102,7 +120,7 @@ def to_model_messages(
 async def load_history(
     session: AsyncSession, thread_id: UUID, system_prompt: str | None, run_id: UUID | None = None
 ) -> list[dict[str, Any]]:
-    rows = list(await session.scalars(_LATEST, {"thread_id": thread_id}))
+    rows: Sequence[Any] = (await session.execute(_LATEST, {"thread_id": thread_id})).all()
     messages = to_model_messages(rows, run_id)
     while messages and messages[0]["role"] == "tool":
         messages.pop(0)  # the read window cut a turn in half
