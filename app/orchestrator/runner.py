@@ -40,7 +40,7 @@ from app.orchestrator.outage import (
 from app.orchestrator.reply import ReplyStream
 from app.orchestrator.tool_calls import PlannedCall, ToolCallRunner, plan_call, tool_message_fields
 from app.threads import repository
-from app.threads.writer import create_message, create_messages, creates_alone
+from app.threads.writer import create_messages, creates_alone
 from app.tools.base import ToolResult
 from app.tools.executor import bare_call_arguments
 from app.tools.registry import get_registry
@@ -169,19 +169,18 @@ class RunExecution:
         else:
             text, note = await self._loop(state, spec, messages)
 
-        async def work(session: AsyncSession) -> None:
-            streamed = await self.reply.write(session, content=text)
-            if not streamed and (text or note):
-                await create_message(
-                    session,
-                    self.run.thread_id,
-                    role="assistant",
-                    content=text or note,
-                    run_id=self.run.id,
-                )
-            await runs.finish_run(session, self.run.id, self.deps.owner, RunStatus.COMPLETED)
+        run, owner = self.run, self.deps.owner
 
-        await self.deps.write(work)
+        async def work(session: AsyncSession) -> None:
+            if await self.reply.write(session, content=text) or not (text or note):
+                await runs.finish_run(session, run.id, owner, RunStatus.COMPLETED)
+                return
+            answer = {"role": "assistant", "content": text or note, "run_id": run.id}
+            await runs.finish_run_with_answer(session, run.id, owner, run.thread_id, answer)
+
+        # Nothing streamed to update: one statement on PostgreSQL, without BEGIN/COMMIT.
+        alone = self.reply.message is None
+        await (self.deps.write_alone if alone else self.deps.write)(work)
         self.reply.start()  # written: nothing left for an abrupt end to keep
 
     # -- the loop ------------------------------------------------------------------------

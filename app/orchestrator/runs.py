@@ -21,7 +21,7 @@ from app.lib.time import utcnow
 from app.threads import activity as cell
 from app.threads import changes, repository
 from app.threads import plan as plan_cell
-from app.threads.writer import update_message
+from app.threads.writer import create_message, create_message_with, creates_alone, update_message
 
 INTERRUPTED = cell.INTERRUPTED
 _runs = Run.__table__
@@ -186,6 +186,27 @@ async def finish_run(
     return ended[0]
 
 
+async def finish_run_with_answer(
+    session: AsyncSession, run_id: UUID, owner: str, thread_id: UUID, answer: dict[str, Any]
+) -> Run | None:
+    """End a run we hold as completed with its answer (the fields of a new assistant
+    message). On PostgreSQL one statement, atomic by itself (`creates_alone`): the message
+    with its thread bump and the run's end. None if the lease was lost (the answer is
+    stored all the same, as in two statements)."""
+    if session.get_bind().dialect.name != "postgresql" or not creates_alone([answer]):
+        await create_message(session, thread_id, **answer)
+        return await finish_run(session, run_id, owner, RunStatus.COMPLETED)
+    statement = _finish_statement(changes.run_end_values())
+    params = {"run_id": run_id, "owner": owner, "status": RunStatus.COMPLETED.value}
+    params |= {"error": None, "now": utcnow()}
+    _, ended = await create_message_with(session, thread_id, answer, statement, params)
+    if ended is None:
+        return None
+    [run] = adopt_rows(session, Run, [ended])
+    changes.run_changed(session, run)
+    return run
+
+
 _finish_statements: dict[tuple[tuple[str, int], ...], Any] = {}
 
 
@@ -207,6 +228,9 @@ def _finish_statement(extra: dict[str, Any]) -> Any:
                 error=bindparam("error"),
                 finished_at=bindparam("now"),
                 lease_expires_at=None,
+                # given, not left to the column's onupdate: inside a statement with another
+                # UPDATE (finish_run_with_answer) both would bind a parameter `updated_at`
+                updated_at=bindparam("now"),
                 **extra,
             )
             .returning(*_runs.c)

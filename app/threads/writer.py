@@ -25,11 +25,13 @@ from uuid import UUID
 
 from sqlalchemy import (
     Insert,
+    Select,
     Update,
     bindparam,
     insert,
     inspect,
     select,
+    true,
     union_all,
     update,
 )
@@ -253,6 +255,9 @@ def _insert_rows(count: int) -> Insert:
                 last_seq=_threads.c.last_seq + count,
                 message_count=_threads.c.message_count + count,
                 last_activity_at=bindparam("b_now"),
+                # given, not the column's onupdate: under a SELECT (create_message_with)
+                # nothing would compute it
+                updated_at=bindparam("b_now"),
             )
             .returning(_threads.c.last_seq, _threads.c.message_count)
             .cte("bump")
@@ -307,6 +312,53 @@ async def _insert_after_bump(
         session, thread_id, {"last_seq": last_seq, "message_count": count, "last_activity_at": now}
     )
     return placed
+
+
+# -- a create with another statement, in one round trip (PostgreSQL) ---------------------
+_with_statements: dict[int, tuple[Any, Select[Any]]] = {}
+
+
+def _insert_with(also: Any) -> Select[Any]:
+    """WITH bump …, ins AS (INSERT one message … RETURNING), also AS (<also>) SELECT the
+    message's place and `also`'s row (NULLs if it changed nothing). Built once per `also`."""
+    entry = _with_statements.get(id(also))
+    if entry is None or entry[0] is not also:
+        inserted = _insert_rows(1).cte("ins")
+        other = also.cte("also")
+        columns = [c.label(f"also_{c.key}") for c in other.c]
+        statement = select(inserted.c.id, inserted.c.seq, inserted.c.position, *columns)
+        statement = statement.select_from(inserted.outerjoin(other, true()))
+        entry = _with_statements[id(also)] = (also, statement)
+    return entry[1]
+
+
+async def create_message_with(
+    session: AsyncSession,
+    thread_id: UUID,
+    fields: dict[str, Any],
+    also: Any,
+    params: dict[str, Any],
+) -> tuple[ThreadMessage, dict[str, Any] | None]:
+    """PostgreSQL only, `fields` as `creates_alone` takes them: a new message and `also`
+    (a data-modifying statement with RETURNING, built once; its parameters in `params`)
+    in one statement, atomic by itself. `also`'s row by column key, None if it changed
+    no row."""
+    await flush_pending(session)
+    now = utcnow()
+    row = _row_values(thread_id, fields, now)
+    values = {"b_thread": thread_id, "b_now": now, **params}
+    values.update({f"r0_{key}": row[key] for key in _INSERTED})
+    result = (await session.execute(_insert_with(also), values)).mappings().first()
+    if result is None:
+        raise NoResultFound(f"no thread {thread_id}")
+    seq, position = int(result["seq"]), int(result["position"])
+    _sync_thread(
+        session, thread_id, {"last_seq": seq, "message_count": position, "last_activity_at": now}
+    )
+    message = _persistent(session, row, seq, position)
+    message_changed(session, message)
+    other = {key[5:]: value for key, value in result.items() if key.startswith("also_")}
+    return message, other if any(value is not None for value in other.values()) else None
 
 
 async def _bump_then_insert(

@@ -7,7 +7,7 @@ import asyncio
 from datetime import timedelta
 
 import httpx
-from sqlalchemy import select
+from sqlalchemy import event, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import Run, RunStatus, Thread, ThreadMessage
@@ -128,3 +128,44 @@ async def test_one_claim_fills_every_free_slot_but_never_two_runs_of_a_thread(
         assert await runs.still_queued(session, [r.id for r in queued]) == {queued[1].id}
         two = await runs.claim_runs(session, "batch", 30, postgres=postgres, slots=2)
     assert two == []
+
+
+async def test_a_run_ends_with_its_answer_in_one_statement_and_a_lost_lease_is_told(
+    db: AsyncSession, session_factory: async_sessionmaker[AsyncSession], dialect: str
+) -> None:
+    user, [thread] = await _user_with_threads(db, 1)
+    held = Run(thread_id=thread.id, agent_id=user.agent.id)
+    lost = Run(thread_id=thread.id, agent_id=user.agent.id)
+    db.add_all([held, lost])
+    await db.commit()
+    for run, owner in ((held, "me"), (lost, "someone else")):
+        await db.execute(
+            update(Run).where(Run.id == run.id).values(status="running", lease_owner=owner)
+        )
+    await db.commit()
+    statements: list[str] = []
+    engine = session_factory.kw["bind"].sync_engine
+
+    def seen(_conn, _cursor, statement: str, *_args) -> None:  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        async with session_factory() as session:
+            answer = {"role": "assistant", "content": "Done.", "run_id": held.id}
+            ended = await runs.finish_run_with_answer(session, held.id, "me", thread.id, answer)
+            await session.commit()
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert ended is not None and ended.status == "completed" and ended.finished_at is not None
+    assert len(statements) == (1 if dialect == "postgresql" else 3)  # SQLite: bump, rows, run
+
+    async with session_factory() as session:
+        answer = {"role": "assistant", "content": "Too late.", "run_id": lost.id}
+        assert await runs.finish_run_with_answer(session, lost.id, "me", thread.id, answer) is None
+        await session.commit()
+        stored = (await session.scalars(select(ThreadMessage.content).where(
+            ThreadMessage.thread_id == thread.id).order_by(ThreadMessage.seq))).all()  # fmt: skip
+        status = await session.scalar(select(Run.status).where(Run.id == lost.id))
+    assert stored == ["Done.", "Too late."]  # the answer is kept, as in two statements
+    assert status == "running"  # not ours to end
