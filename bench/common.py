@@ -1,12 +1,14 @@
-"""What the benchmarks share: a user with a bearer token and one agent, and helper
-processes that print their URL."""
+"""What the benchmarks share: a user with a bearer token and one agent, helper processes
+that print their URL, and waiting for a server to answer."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from datetime import timedelta
 
+import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent, ApiToken, User
@@ -45,3 +47,19 @@ def start_url_process(module: str) -> tuple[subprocess.Popen[str], str]:
     )
     assert process.stdout is not None
     return process, process.stdout.readline().strip()
+
+
+def wait_ready(url: str, process: subprocess.Popen | None = None, timeout: float = 60) -> None:
+    """Poll `url` until it answers 200 (a server starting up); fail at once if `process`
+    (the server) exits first, or after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")

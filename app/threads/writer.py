@@ -15,7 +15,9 @@ session take the ORM path.
 Creates skip the unit of work too: every column given (client-side defaults filled in
 here), the new instances added to the session as persistent, as a flush would leave them.
 On PostgreSQL a create is one statement (the bump as a CTE, the rows INSERTed from it);
-on SQLite the bump, then the rows in one executemany.
+on SQLite the bump, then the rows in one executemany. `create_message_with` adds another
+data-modifying statement to a PostgreSQL create (a run's end with its answer: one round
+trip, atomic without BEGIN/COMMIT).
 """
 
 from __future__ import annotations

@@ -32,14 +32,12 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
+from bench.common import wait_ready
 from bench.rest.__main__ import free_port
 
 GRAPH = Path(__file__).with_name("graph.py")
@@ -90,20 +88,6 @@ def _config_dir() -> str:
     return directory
 
 
-def _wait_ready(server: LangGraphServer, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"langgraph dev exited with {server.process.returncode}")
-        try:
-            if httpx.get(f"{server.base}/ok", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("langgraph dev did not become ready")
-
-
 @contextmanager
 def langgraph_server(venv: str, model_url: str) -> Iterator[LangGraphServer]:
     """`langgraph dev` from `venv` on a free port, once it answers `/ok`; stopped (its
@@ -121,7 +105,7 @@ def langgraph_server(venv: str, model_url: str) -> Iterator[LangGraphServer]:
     )
     try:
         server = LangGraphServer(process, f"http://127.0.0.1:{port}")
-        _wait_ready(server)
+        wait_ready(f"{server.base}/ok", server.process, timeout=120)
         yield server
     finally:
         _stop(process)

@@ -18,13 +18,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 from app.settings import PROJECT_ROOT
+from bench.common import wait_ready
 from bench.rest.seed import TOKEN, seed
 from tests.support.databases import (
     create_postgres_database,
@@ -60,18 +60,6 @@ def start_server(database_url: str, port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(command, cwd=PROJECT_ROOT, env=env)
 
 
-def wait_ready(base: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("server did not become ready")
-
-
 def wrk(url: str, duration: int, connections: int, token: str | None) -> Result:
     command = ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency"]
     if token:
@@ -101,7 +89,7 @@ def bench_dialect(dialect: str, duration: int, connections: int) -> dict[str, Re
         server = start_server(url, port)
         try:
             base = f"http://127.0.0.1:{port}"
-            wait_ready(base)
+            wait_ready(f"{base}/api/health")
             page_url = f"{base}/api/threads/{thread_id}/messages"
             page = httpx.get(page_url, headers={"Authorization": f"Bearer {TOKEN}"}).json()
             assert len(page["items"]) == 50, page

@@ -12,16 +12,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-import httpx
 from litestar import Litestar
 
 from app import create_app
 from app.settings import PROJECT_ROOT
+from bench.common import wait_ready
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -80,20 +79,6 @@ class ServerProcess:
         return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def _wait_ready(base: str, process: subprocess.Popen[bytes], timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}")
-        try:
-            if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("server did not become ready")
-
-
 @asynccontextmanager
 async def servers(env: dict[str, str], ports: list[int]) -> AsyncIterator[list[ServerProcess]]:
     """Server processes sharing `env` (one per port), once all are healthy."""
@@ -111,7 +96,7 @@ async def servers(env: dict[str, str], ports: list[int]) -> AsyncIterator[list[S
             )
             started.append(ServerProcess(process, f"http://127.0.0.1:{port}"))
         for server in started:
-            _wait_ready(server.base, server.process)
+            wait_ready(f"{server.base}/api/health", server.process, timeout=300)
         yield started
     finally:
         for server in started:
