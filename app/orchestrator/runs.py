@@ -7,6 +7,7 @@ domain's (app/threads/runs.py). Every status change is announced after commit.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -21,7 +22,7 @@ from app.lib.time import utcnow
 from app.threads import activity as cell
 from app.threads import changes, repository
 from app.threads import plan as plan_cell
-from app.threads.writer import create_message, create_message_with, creates_alone, update_message
+from app.threads.writer import create_message_with, update_message
 
 INTERRUPTED = cell.INTERRUPTED
 _runs = Run.__table__
@@ -176,35 +177,42 @@ async def finish_run(
     session: AsyncSession, run_id: UUID, owner: str, status: RunStatus, error: str | None = None
 ) -> Run | None:
     """End a run we hold; None if the lease was lost (another process reaped it)."""
-    params = {"run_id": run_id, "owner": owner, "status": status.value, "error": error}
     statement = _finish_statement(changes.run_end_values())
-    rows = await session.execute(statement, params | {"now": utcnow()})
-    ended = adopt_rows(session, Run, rows.mappings())
-    if not ended:
-        return None
-    changes.run_changed(session, ended[0])
-    return ended[0]
+    rows = await session.execute(statement, _finish_params(run_id, owner, status, error))
+    return _ended(session, rows.mappings())
 
 
 async def finish_run_with_answer(
     session: AsyncSession, run_id: UUID, owner: str, thread_id: UUID, answer: dict[str, Any]
 ) -> Run | None:
     """End a run we hold as completed with its answer (the fields of a new assistant
-    message). On PostgreSQL one statement, atomic by itself (`creates_alone`): the message
-    with its thread bump and the run's end. None if the lease was lost (the answer is
-    stored all the same, as in two statements)."""
-    if session.get_bind().dialect.name != "postgresql" or not creates_alone([answer]):
-        await create_message(session, thread_id, **answer)
-        return await finish_run(session, run_id, owner, RunStatus.COMPLETED)
+    message): on PostgreSQL one statement, atomic by itself (writer.create_message_with).
+    None if the lease was lost (the answer is stored all the same, as in two statements)."""
     statement = _finish_statement(changes.run_end_values())
-    params = {"run_id": run_id, "owner": owner, "status": RunStatus.COMPLETED.value}
-    params |= {"error": None, "now": utcnow()}
+    params = _finish_params(run_id, owner, RunStatus.COMPLETED)
     _, ended = await create_message_with(session, thread_id, answer, statement, params)
-    if ended is None:
+    return _ended(session, [] if ended is None else [ended])
+
+
+def _finish_params(
+    run_id: UUID, owner: str, status: RunStatus, error: str | None = None
+) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "owner": owner,
+        "status": status.value,
+        "error": error,
+        "now": utcnow(),
+    }
+
+
+def _ended(session: AsyncSession, rows: Iterable[Mapping[str, Any]]) -> Run | None:
+    """The ended run's instance, its change announced; None if no row ended."""
+    ended = adopt_rows(session, Run, rows)
+    if not ended:
         return None
-    [run] = adopt_rows(session, Run, [ended])
-    changes.run_changed(session, run)
-    return run
+    changes.run_changed(session, ended[0])
+    return ended[0]
 
 
 _finish_statements: dict[tuple[tuple[str, int], ...], Any] = {}

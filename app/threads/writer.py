@@ -295,13 +295,26 @@ async def _insert(
     return [_persistent(session, row, *placed[row["id"]]) for row in values]
 
 
+def _insert_params(thread_id: UUID, values: list[dict[str, Any]], now: Any) -> dict[str, Any]:
+    """The parameters of `_insert_rows(len(values))`."""
+    params: dict[str, Any] = {"b_thread": thread_id, "b_now": now}
+    for i, row in enumerate(values):
+        params.update({f"r{i}_{key}": row[key] for key in _INSERTED})
+    return params
+
+
+def _sync_bumped(
+    session: AsyncSession, thread_id: UUID, last_seq: int, count: int, now: Any
+) -> None:
+    values = {"last_seq": last_seq, "message_count": count, "last_activity_at": now}
+    _sync_thread(session, thread_id, values)
+
+
 async def _insert_after_bump(
     session: AsyncSession, thread_id: UUID, values: list[dict[str, Any]], now: Any
 ) -> dict[UUID, tuple[int, int]]:
     """PostgreSQL: one statement. Each new row's (seq, position) by id."""
-    params: dict[str, Any] = {"b_thread": thread_id, "b_now": now}
-    for i, row in enumerate(values):
-        params.update({f"r{i}_{key}": row[key] for key in _INSERTED})
+    params = _insert_params(thread_id, values, now)
     placed = {
         row.id: (int(row.seq), int(row.position))
         for row in await session.execute(_insert_rows(len(values)), params)
@@ -310,9 +323,7 @@ async def _insert_after_bump(
         raise NoResultFound(f"no thread {thread_id}")
     last_seq = max(seq for seq, _ in placed.values())
     count = max(position for _, position in placed.values())
-    _sync_thread(
-        session, thread_id, {"last_seq": last_seq, "message_count": count, "last_activity_at": now}
-    )
+    _sync_bumped(session, thread_id, last_seq, count, now)
     return placed
 
 
@@ -341,22 +352,23 @@ async def create_message_with(
     also: Any,
     params: dict[str, Any],
 ) -> tuple[ThreadMessage, dict[str, Any] | None]:
-    """PostgreSQL only, `fields` as `creates_alone` takes them: a new message and `also`
-    (a data-modifying statement with RETURNING, built once; its parameters in `params`)
-    in one statement, atomic by itself. `also`'s row by column key, None if it changed
-    no row."""
+    """A new message and `also` (a data-modifying statement with RETURNING, built once;
+    its parameters in `params`): on PostgreSQL, with `fields` as `creates_alone` takes
+    them, one statement, atomic by itself; otherwise the create, then `also`, in the
+    session's transaction. `also`'s row by column key, None if it changed no row."""
+    if session.get_bind().dialect.name != "postgresql" or not creates_alone([fields]):
+        message = await create_message(session, thread_id, **fields)
+        other = (await session.execute(also, params)).mappings().first()
+        return message, None if other is None else dict(other)
     await flush_pending(session)
     now = utcnow()
     row = _row_values(thread_id, fields, now)
-    values = {"b_thread": thread_id, "b_now": now, **params}
-    values.update({f"r0_{key}": row[key] for key in _INSERTED})
+    values = _insert_params(thread_id, [row], now) | params
     result = (await session.execute(_insert_with(also), values)).mappings().first()
     if result is None:
         raise NoResultFound(f"no thread {thread_id}")
     seq, position = int(result["seq"]), int(result["position"])
-    _sync_thread(
-        session, thread_id, {"last_seq": seq, "message_count": position, "last_activity_at": now}
-    )
+    _sync_bumped(session, thread_id, seq, position, now)
     message = _persistent(session, row, seq, position)
     message_changed(session, message)
     other = {key[5:]: value for key, value in result.items() if key.startswith("also_")}
