@@ -9,6 +9,11 @@ carry it to the other server processes of the deployment: the Redis control chan
 (app/realtime/channels.py) when REDIS_URL is set, otherwise on PostgreSQL a LISTEN/NOTIFY
 connection (app/orchestrator/pg_wakeups.py). A process ignores its own wake-ups coming
 back (they carry its `ORIGIN`).
+
+A run queued here goes to this process's runner first, if it has one: the runner relays
+it to the others (`relay`) only when it cannot claim it at once (all its slots busy, or the
+run waits behind a running run of its thread). Otherwise every run would wake every
+other process for a claim that finds nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from app.threads import changes
 
 logger = logging.getLogger(__name__)
 Kind = Literal["queued", "cancel", "approval"]
-Listener = Callable[[Kind, UUID], None]
+Listener = Callable[[Kind, UUID, bool], None]  # kind, id, whether it was announced here
 Relay = Callable[[str], None]  # sends an encoded wake-up to the other processes
 ORIGIN = uuid.uuid4().hex[:12]  # this process, in the wake-ups it sends
 _CODES: dict[str, Kind] = {"q": "queued", "c": "cancel", "a": "approval"}
@@ -69,29 +74,36 @@ def receive(payload: str) -> None:
         object_id = UUID(hex=body[1:])
     except ValueError:
         return
-    _deliver(kind, object_id)
+    _deliver(kind, object_id, here=False)
 
 
 def wake_all() -> None:
     """After a relay reconnects: wake-ups may have been lost, so claim and look now."""
-    _deliver("queued", UUID(int=0))
+    _deliver("queued", UUID(int=0), here=False)
 
 
-def _deliver(kind: Kind, object_id: UUID) -> None:
+def _deliver(kind: Kind, object_id: UUID, *, here: bool) -> None:
     for listener in list(_listeners):
         try:
-            listener(kind, object_id)
+            listener(kind, object_id, here)
         except Exception:  # one listener must never keep the others from hearing
             logger.exception("orchestrator listener failed")
 
 
 def _announce(kind: Kind, object_id: UUID) -> None:
-    _deliver(kind, object_id)
+    _deliver(kind, object_id, here=True)
+    if kind == "queued" and _listeners:
+        return  # the runner here claims it, or relays it when it cannot
+    relay(kind, object_id)
+
+
+def relay(kind: Kind, object_id: UUID) -> None:
+    """Send a wake-up to the other processes only."""
     if _relays:
         payload = encode(kind, object_id)
-        for relay in list(_relays):
+        for send in list(_relays):
             try:
-                relay(payload)
+                send(payload)
             except Exception:  # the others still poll: a lost wake-up costs latency only
                 logger.exception("wake-up relay failed")
 

@@ -52,6 +52,9 @@ class RunWorker:
         # running run of its thread), and whether the last claim stopped at a full
         # house: a freed slot claims again only then, not after every run.
         self._awaited: set[UUID] = set()
+        # Of those, the runs queued in this process: handed on to the other processes
+        # (notify.relay) if this one cannot claim them at once.
+        self._queued_here: set[UUID] = set()
         self._saturated = False
         self._loop_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -72,6 +75,7 @@ class RunWorker:
     async def stop(self) -> None:
         self._stopping = True
         notify.remove_listener(self._on_notify)
+        self._hand_on(set(self._queued_here))
         self._wake.set()
         if self._loop_task is not None:
             await self._loop_task
@@ -88,9 +92,11 @@ class RunWorker:
             await self.deps.write(lambda s: runs.forget_heartbeat(s, self.deps.owner))
         await self.deps.http.aclose()
 
-    def _on_notify(self, kind: notify.Kind, object_id: UUID) -> None:
+    def _on_notify(self, kind: notify.Kind, object_id: UUID, here: bool) -> None:
         if kind == "queued":
             self._awaited.add(object_id)
+            if here:
+                self._queued_here.add(object_id)
             self._wake.set()
         elif kind == "cancel":
             if (execution := self.executions.get(object_id)) is not None:
@@ -135,6 +141,7 @@ class RunWorker:
             slots = self.settings.runner_max_concurrent_runs - self._busy_runs()
             self._saturated = slots <= 0
             if self._saturated:
+                self._hand_on(set(self._queued_here))
                 return
             claimed = await self.deps.write_alone(  # one UPDATE … RETURNING
                 lambda s, slots=slots: runs.claim_runs(
@@ -147,6 +154,7 @@ class RunWorker:
             )
             for run in claimed:
                 self._awaited.discard(run.id)
+                self._queued_here.discard(run.id)
                 execution = RunExecution(self.deps, run)
                 self.executions[run.id] = execution
                 execution.task = asyncio.create_task(self._execute(execution), name=f"run-{run.id}")
@@ -161,6 +169,15 @@ class RunWorker:
             asked = set(self._awaited)
             queued = await self.deps.write(lambda s: runs.still_queued(s, list(asked)))
             self._awaited -= asked - queued  # runs heard of meanwhile stay
+            self._queued_here -= asked - queued
+            self._hand_on(asked & self._queued_here)
+
+    def _hand_on(self, run_ids: set[UUID]) -> None:
+        """Wake the other processes for runs queued here that this one could not claim:
+        one of them may have a free slot, or run the thread's run they wait for."""
+        for run_id in run_ids:
+            notify.relay("queued", run_id)
+        self._queued_here -= run_ids
 
     async def _execute(self, execution: RunExecution) -> None:
         try:

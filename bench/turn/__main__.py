@@ -1,7 +1,7 @@
 """Turn benchmark over real server processes: HTTP + websocket, as a phone would.
 
 `uv run python -m bench.turn [--turns 300] [--clients 1,8] [--dialects sqlite,postgresql]
-[--processes 1] [--profile out.prof] [--langgraph VENV]`
+[--processes 1] [--cpu-cap CORES] [--profile out.prof] [--langgraph VENV]`
 
 Per dialect (and process count): a fresh migrated database; the fake OpenAI-compatible
 model in a process of its own (each run: the model asks for 2 parallel `tasks` calls,
@@ -14,6 +14,9 @@ wait for the run's `completed` frame.
 Prints per row: p50/p99 turn latency (message POST -> `completed` frame), p50 of the
 whole script (thread POST -> `completed`), runs/s over all clients, and server CPU ms
 per run (user + system time of every server process, from /proc, over the measured runs).
+`--cpu-cap 0.3`: each server process held to 0.3 of a core by a cgroup CPU quota (needs
+root and a writable /sys/fs/cgroup): on 2 cores the load itself takes one, so without a cap
+"2 processes vs 1" measures the machine, not whether the work spreads over processes.
 `--profile PATH` profiles the (single) server with cProfile over the measured runs of the
 last client count and writes PATH (read it with `python -m pstats PATH`).
 `--answer-chunks 300 --answer-pause 0.002`: a long answer streamed word by word, as a
@@ -159,7 +162,8 @@ def bench(args: argparse.Namespace, dialect: str, count: int) -> list[Row]:
             clients = [int(c) for c in args.clients.split(",")]
 
             async def run_all() -> None:
-                async with servers(env, [free_port() for _ in range(count)]) as processes:
+                ports = [free_port() for _ in range(count)]
+                async with servers(env, ports, args.cpu_cap) as processes:
                     for index, n in enumerate(clients):
                         last = index == len(clients) - 1
                         if args.profile and last:
@@ -229,6 +233,12 @@ def main() -> None:
     parser.add_argument("--dialects", default="sqlite,postgresql")
     parser.add_argument("--processes", default="1", help="e.g. 1,2 (more than 1: Redis)")
     parser.add_argument("--redis", action="store_true", help="Redis also with one process")
+    parser.add_argument(
+        "--cpu-cap",
+        type=float,
+        metavar="CORES",
+        help="hold each server process to this fraction of a core (a cgroup CPU quota)",
+    )
     parser.add_argument("--profile", help="cProfile the server over the last row's runs")
     parser.add_argument(
         "--answer-chunks", type=int, default=4, help="the answer as N words, one chunk each"
@@ -246,6 +256,8 @@ def main() -> None:
     # read by the fake model's process (model.py)
     os.environ["BENCH_ANSWER_CHUNKS"] = str(args.answer_chunks)
     os.environ["BENCH_ANSWER_PAUSE"] = str(args.answer_pause)
+    if args.cpu_cap:
+        print(f"each server process held to {args.cpu_cap} of a core (bench/cpu_cap.py)")
     print(" ".join(HEADER), flush=True)
     for dialect in args.dialects.split(","):
         for count in (int(p) for p in args.processes.split(",")):

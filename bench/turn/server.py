@@ -21,6 +21,7 @@ from litestar import Litestar
 from app import create_app
 from app.settings import PROJECT_ROOT
 from bench.common import wait_ready
+from bench.cpu_cap import cap_process, release
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -80,9 +81,13 @@ class ServerProcess:
 
 
 @asynccontextmanager
-async def servers(env: dict[str, str], ports: list[int]) -> AsyncIterator[list[ServerProcess]]:
-    """Server processes sharing `env` (one per port), once all are healthy."""
+async def servers(
+    env: dict[str, str], ports: list[int], cpu_cap: float | None = None
+) -> AsyncIterator[list[ServerProcess]]:
+    """Server processes sharing `env` (one per port), once all are healthy; with `cpu_cap`,
+    each held to that fraction of one core (`bench.cpu_cap`)."""
     started: list[ServerProcess] = []
+    groups = []
     try:
         for port in ports:
             command = [sys.executable, "-m", "uvicorn", "--factory", "bench.turn.server:create"]
@@ -95,6 +100,8 @@ async def servers(env: dict[str, str], ports: list[int]) -> AsyncIterator[list[S
                 stderr=None if os.environ.get("BENCH_SERVER_LOGS") else subprocess.DEVNULL,
             )
             started.append(ServerProcess(process, f"http://127.0.0.1:{port}"))
+            if cpu_cap:
+                groups.append(cap_process(process.pid, cpu_cap))
         for server in started:
             wait_ready(f"{server.base}/api/health", server.process, timeout=300)
         yield started
@@ -106,3 +113,6 @@ async def servers(env: dict[str, str], ports: list[int]) -> AsyncIterator[list[S
                 server.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 server.process.kill()
+                server.process.wait()
+        for group in groups:
+            release(group)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from uuid import UUID
+
+from app.orchestrator import notify
 
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
@@ -13,6 +16,17 @@ LONG_POLL = {"runner_poll_seconds": 30.0}
 
 
 async def waiting_run_starts_when_the_first_ends(api: OrchestratorApi, same_thread: bool) -> None:
+    relayed: list[str] = []  # wake-ups sent to the other processes (none run here)
+    notify.add_relay(relayed.append)
+    try:
+        await _second_starts_when_first_ends(api, same_thread, relayed)
+    finally:
+        notify.remove_relay(relayed.append)
+
+
+async def _second_starts_when_first_ends(
+    api: OrchestratorApi, same_thread: bool, relayed: list[str]
+) -> None:
     api.llm.script(
         ToolCalls(Call("test_slow", {"action": "wait", "seconds": 60})), Text("second answer")
     )
@@ -23,6 +37,10 @@ async def waiting_run_starts_when_the_first_ends(api: OrchestratorApi, same_thre
     second = (await api.post(second_thread, "second")).json()["run"]
     await asyncio.sleep(0.3)  # the runner has looked and found it not claimable
     assert (await api.get_run(second_thread, second["id"]))["status"] == "queued"
+    # The run this process claimed at once woke no other process; the one it could not
+    # claim was handed on (another process may have the free slot).
+    assert notify.encode("queued", UUID(first["id"])) not in relayed
+    assert notify.encode("queued", UUID(second["id"])) in relayed
     started = time.monotonic()
     cancel = await api.client.post(
         f"/api/threads/{first_thread}/runs/{first['id']}/cancel", headers=api.headers
