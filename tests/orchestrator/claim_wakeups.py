@@ -8,7 +8,6 @@ import time
 from uuid import UUID
 
 from app.orchestrator import notify
-
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
 
