@@ -10,6 +10,7 @@ the shared parts (the database, the run queue, Redis) let the work spread.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -55,10 +56,8 @@ def throttled_seconds(group: Path) -> float:
 
 def release(group: Path) -> None:
     """Remove the group once its processes have exited (best effort)."""
-    try:
+    with contextlib.suppress(OSError):
         os.rmdir(group)
-    except OSError:
-        pass
 
 
 def _new_group(name: str) -> Path:
