@@ -43,17 +43,6 @@ def cap_process(pid: int, cores: float) -> Path:
     return group
 
 
-def throttled_seconds(group: Path) -> float:
-    """Time the group's processes were held back by the quota so far."""
-    for line in (group / "cpu.stat").read_text().splitlines():
-        name, value = line.split()
-        if name == "throttled_time":  # v1: nanoseconds
-            return int(value) / 1e9
-        if name == "throttled_usec":  # v2
-            return int(value) / 1e6
-    return 0.0
-
-
 def release(group: Path) -> None:
     """Remove the group once its processes have exited (best effort)."""
     with contextlib.suppress(OSError):
