@@ -1,9 +1,13 @@
-"""SQLite's driver (app/db/sqlite_driver.py): `sqlite+aiosqlite` URLs take it, a statement
-makes one trip to aiosqlite's thread, and what SQLAlchemy reads back (rows, row counts,
-new row ids, errors, rows streamed as read) is what its own adapter gives."""
+"""SQLite's driver (app/db/sqlite_driver.py): `sqlite+aiosqlite` URLs take it, a write
+makes one trip to aiosqlite's thread and a read none (it runs on the loop, unless it would
+wait for a lock: then on the thread, the loop running meanwhile), and what SQLAlchemy reads
+back (rows, row counts, new row ids, errors, rows streamed as read) is what its own
+adapter gives."""
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -45,7 +49,7 @@ async def test_sqlite_aiosqlite_urls_take_the_one_trip_driver(engine: AsyncEngin
     assert isinstance(engine.dialect, OneTripDialect)
 
 
-async def test_a_statement_is_one_trip_to_the_driver_thread(
+async def test_a_write_is_one_trip_to_the_driver_thread_and_a_read_none(
     engine: AsyncEngine, trips: list[str]
 ) -> None:
     async with engine.connect() as connection:
@@ -53,10 +57,12 @@ async def test_a_statement_is_one_trip_to_the_driver_thread(
         trips.clear()
         rows = (await connection.execute(text("SELECT v FROM t"))).all()
         await connection.execute(text("INSERT INTO t (v) VALUES ('a')"))
+        read_back = (await connection.execute(text("SELECT v FROM t"))).all()
     assert rows == []
-    # SQLAlchemy's own adapter: cursor, execute, fetchall, close for each (8 in all)
-    assert trips.count("_execute") == 2
-    assert len([name for name in trips if name != "rollback"]) == 2
+    assert read_back == [("a",)]  # the read on the loop sees the transaction's own write
+    # SQLAlchemy's own adapter: cursor, execute, fetchall, close for each (12 in all)
+    assert trips.count("_execute") == 1
+    assert len([name for name in trips if name != "rollback"]) == 1
 
 
 async def test_a_connection_that_only_read_goes_back_to_the_pool_without_a_trip(
@@ -66,12 +72,60 @@ async def test_a_connection_that_only_read_goes_back_to_the_pool_without_a_trip(
         await connection.execute(text("SELECT 1"))
         trips.clear()
         await connection.execute(text("SELECT v FROM t"))
-    # the pool's rollback on return: nothing to roll back, so no trip
-    assert trips == ["_execute"]
+    # the read ran on the loop; the pool's rollback on return had nothing to roll back
+    assert trips == []
     async with engine.connect() as connection:
         await connection.execute(text("INSERT INTO t (v) VALUES ('a')"))
     async with engine.connect() as connection:  # the pool rolled that one back, for real
         assert (await connection.execute(text("SELECT count(*) FROM t"))).scalar_one() == 0
+
+
+async def test_a_read_that_would_wait_for_a_lock_waits_on_the_thread_not_the_loop(
+    engine: AsyncEngine, tmp_path: Path, trips: list[str]
+) -> None:
+    """Another connection holds an exclusive lock (this database is not in WAL mode, so
+    readers wait for it) and lets go after a while: the read still answers, and the loop
+    kept running meanwhile."""
+    holder = sqlite3.connect(tmp_path / "d.sqlite3", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("INSERT INTO t (v) VALUES ('held')")
+    loop = asyncio.get_running_loop()
+    gaps: list[float] = []  # between the loop's turns to a task that sleeps 10 ms
+
+    async def tick() -> None:
+        last = loop.time()
+        while True:
+            await asyncio.sleep(0.01)
+            gaps.append(loop.time() - last)
+            last = loop.time()
+
+    async def release_later() -> None:
+        await asyncio.sleep(0.5)
+        holder.execute("COMMIT")
+
+    ticker = asyncio.create_task(tick())
+    releaser = asyncio.create_task(release_later())
+    await asyncio.sleep(0.05)  # both are running
+    try:
+        async with engine.connect() as connection:
+            rows = (await connection.execute(text("SELECT v FROM t"))).all()
+    finally:
+        ticker.cancel()
+        await releaser
+        holder.close()
+    assert rows == [("held",)]
+    assert "_execute" in trips  # it went to the thread
+    # A read waiting on the loop would have stalled it for the busy timeout (5 s), and
+    # the lock's holder (on the loop too) could not have let go meanwhile.
+    assert max(gaps) < 2.5, max(gaps)
+
+
+async def test_the_busy_timeout_is_restored_after_a_read(engine: AsyncEngine) -> None:
+    async with engine.connect() as connection:
+        await connection.execute(text("PRAGMA busy_timeout=1234"))
+        await connection.execute(text("SELECT v FROM t"))
+        value = (await connection.execute(text("PRAGMA busy_timeout"))).scalar_one()
+    assert value == 1234
 
 
 async def test_rows_counts_and_new_ids_read_back_as_before(engine: AsyncEngine) -> None:
