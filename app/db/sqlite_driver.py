@@ -37,7 +37,7 @@ _WOULD_WAIT = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 
 def _execute(connection: sqlite3.Connection, operation: str, parameters: Any) -> _Outcome:
     """The statement, its rows, then the cursor closed (on aiosqlite's thread, or for a
-    read on the loop's: `_read_here`)."""
+    read on the loop's: `read_here`)."""
     cursor = connection.cursor()
     try:
         if parameters is None:
@@ -60,13 +60,13 @@ def _execute_many(connection: sqlite3.Connection, operation: str, parameters: An
         cursor.close()
 
 
-async def _read_here(
+async def read_here(
     connection: sqlite3.Connection, operation: str, parameters: Any
 ) -> _Outcome | None:
     """On the event loop's thread, never suspending (a coroutine only because SQLAlchemy's
     async API wants each statement to await something): a read that needs no wait for a
     lock, or None when it would wait (it then goes to the thread, which waits up to the
-    busy timeout)."""
+    busy timeout). Also app/db/driver_reads.py's, for reads that skip SQLAlchemy."""
     (busy_timeout,) = connection.execute("PRAGMA busy_timeout").fetchone()
     connection.execute("PRAGMA busy_timeout=0")  # a wait here would stall the loop
     try:
@@ -87,7 +87,7 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
         if operation.startswith("SELECT"):
             try:
                 connection = self._connection._conn  # type: ignore[attr-defined]
-                outcome = self.await_(_read_here(connection, operation, parameters))
+                outcome = self.await_(read_here(connection, operation, parameters))
             except Exception as error:
                 self._adapt_connection._handle_exception(error)
         if outcome is None:
@@ -143,7 +143,7 @@ class OneTripConnection(AsyncAdapt_aiosqlite_connection):
 
 class OneTripDBAPI(AsyncAdapt_aiosqlite_dbapi):
     def connect(self, *arg: Any, **kw: Any) -> AsyncAdapt_aiosqlite_connection:
-        kw["check_same_thread"] = False  # reads run on the loop's thread (`_read_here`)
+        kw["check_same_thread"] = False  # reads run on the loop's thread (`read_here`)
         adapted = super().connect(*arg, **kw)
         if type(adapted) is not AsyncAdapt_aiosqlite_connection:  # async_fallback: as is
             return adapted
