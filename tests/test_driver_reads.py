@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 
+import httpx
 import pytest
 from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -17,7 +18,7 @@ from app.threads import repository
 from tests.conftest import ApiUser, make_api_user
 
 
-async def _thread(client, user: ApiUser) -> uuid.UUID:  # type: ignore[no-untyped-def]
+async def _thread(client: httpx.AsyncClient, user: ApiUser) -> uuid.UUID:
     created = await client.post(
         "/api/threads", json={"agent_id": str(user.agent.id)}, headers=user.headers
     )
@@ -27,8 +28,8 @@ async def _thread(client, user: ApiUser) -> uuid.UUID:  # type: ignore[no-untype
 
 async def test_answers_as_sqlalchemy_does(
     db: AsyncSession,
-    client,
-    session_factory: async_sessionmaker[AsyncSession],  # type: ignore[no-untyped-def]
+    client: httpx.AsyncClient,
+    session_factory: async_sessionmaker[AsyncSession],
 ) -> None:
     owner, other = await make_api_user(db), await make_api_user(db)
     thread_id = await _thread(client, owner)
@@ -52,14 +53,11 @@ async def test_answers_as_sqlalchemy_does(
     assert found is not None and found >= 1  # the message bumped it
 
 
-async def test_postgresql_reads_without_sqlalchemy_executing(
+async def test_reads_without_sqlalchemy_executing(
     db: AsyncSession,
-    client,
+    client: httpx.AsyncClient,
     session_factory: async_sessionmaker[AsyncSession],
-    dialect: str,  # type: ignore[no-untyped-def]
 ) -> None:
-    if dialect != "postgresql":
-        pytest.skip("SQLite's reads take SQLAlchemy's path (they already run on the loop)")
     owner = await make_api_user(db)
     thread_id = await _thread(client, owner)
     executed: list[str] = []
