@@ -7,9 +7,11 @@ adapter gives."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 import pytest
@@ -17,6 +19,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from app.db import sqlite_checkpoints
+from app.db.config import install_sqlite_pragmas
 from app.db.sqlite_driver import OneTripDialect
 
 
@@ -166,3 +170,121 @@ async def test_rows_streamed_as_read(engine: AsyncEngine) -> None:
         first = await result.fetchmany(2)
         rest = [row async for row in result]
     assert [row.v for row in first + rest] == [f"r{n}" for n in range(5)]
+
+
+@pytest.fixture
+async def wal_engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    """As the app makes its engine: WAL, synchronous NORMAL, a busy timeout."""
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'w.sqlite3'}")
+    install_sqlite_pragmas(engine)
+    async with engine.begin() as connection:
+        await connection.execute(
+            text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE)")
+        )
+    yield engine
+    await engine.dispose()
+
+
+async def test_in_wal_mode_writes_and_commits_make_no_trip_deletes_one(
+    wal_engine: AsyncEngine, tmp_path: Path, trips: list[str]
+) -> None:
+    async with wal_engine.connect() as connection:
+        await connection.execute(text("SELECT 1"))
+        trips.clear()
+        await connection.execute(text("INSERT INTO t (v) VALUES ('a'), ('b')"))
+        await connection.execute(text("UPDATE t SET v = v || '!' WHERE v = 'a'"))
+        await connection.commit()
+        assert trips == []
+        await connection.execute(text("DELETE FROM t WHERE v = 'b'"))  # may cascade: thread
+        await connection.commit()
+    assert trips.count("_execute") == 1
+    other = sqlite3.connect(tmp_path / "w.sqlite3")  # committed, for everyone
+    try:
+        assert other.execute("SELECT v FROM t").fetchall() == [("a!",)]
+    finally:
+        other.close()
+
+
+async def test_a_rolled_back_write_on_the_loop_leaves_nothing(wal_engine: AsyncEngine) -> None:
+    async with wal_engine.connect() as connection:
+        await connection.execute(text("INSERT INTO t (v) VALUES ('a')"))
+        await connection.rollback()
+        assert (await connection.execute(text("SELECT count(*) FROM t"))).scalar_one() == 0
+        with pytest.raises(IntegrityError, match="NOT NULL"):  # errors as from the thread
+            await connection.execute(text("INSERT INTO t (v) VALUES (NULL)"))
+
+
+async def test_a_write_that_would_wait_for_the_lock_waits_on_the_thread_not_the_loop(
+    wal_engine: AsyncEngine, tmp_path: Path, trips: list[str]
+) -> None:
+    """Another process's connection holds the write lock for a while: the write still
+    goes through, after it, and the loop kept running meanwhile."""
+    holder = sqlite3.connect(tmp_path / "w.sqlite3", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO t (v) VALUES ('first')")
+    gaps = await _loop_gaps_while(
+        _insert_second(wal_engine), release=lambda: holder.execute("COMMIT"), after=0.5
+    )
+    holder.close()
+    async with wal_engine.connect() as connection:
+        rows = (await connection.execute(text("SELECT v FROM t ORDER BY id"))).all()
+    assert rows == [("first",), ("second",)]
+    assert "_execute" in trips  # it went to the thread
+    assert max(gaps) < 2.5, max(gaps)  # on the loop it would have waited 10 s (busy timeout)
+
+
+async def _insert_second(engine: AsyncEngine) -> None:
+    async with engine.begin() as connection:
+        await connection.execute(text("INSERT INTO t (v) VALUES ('second')"))
+
+
+async def _loop_gaps_while(work: Any, release: Callable[[], object], after: float) -> list[float]:
+    """Run `work` while a task releases a lock after `after` s; the loop's gaps meanwhile
+    (between the turns of a task sleeping 10 ms)."""
+    loop = asyncio.get_running_loop()
+    gaps: list[float] = []
+
+    async def tick() -> None:
+        last = loop.time()
+        while True:
+            await asyncio.sleep(0.01)
+            gaps.append(loop.time() - last)
+            last = loop.time()
+
+    async def release_later() -> None:
+        await asyncio.sleep(after)
+        release()
+
+    ticker = asyncio.create_task(tick())
+    releaser = asyncio.create_task(release_later())
+    await asyncio.sleep(0.05)  # both are running
+    try:
+        await work
+    finally:
+        ticker.cancel()
+        await releaser
+    return gaps
+
+
+async def test_checkpoints_run_on_their_thread_not_inside_commits(
+    wal_engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_checkpoints, "EVERY_COMMITS", 5)
+    path = str(tmp_path / "w.sqlite3")
+    checkpointer = sqlite_checkpoints.for_database(path)
+    async with wal_engine.connect() as connection:
+        autocheckpoint = (await connection.execute(text("PRAGMA wal_autocheckpoint"))).scalar()
+        assert autocheckpoint == 0  # no checkpoint inside a COMMIT on the loop
+        size_before = await asyncio.to_thread(os.path.getsize, path)
+        for n in range(12):
+            await connection.execute(
+                text("INSERT INTO t (v) VALUES (:v)"), {"v": "x" * 4000 + str(n)}
+            )
+            await connection.commit()
+    for _ in range(100):  # they run on the checkpoint thread
+        if checkpointer.checkpoints >= 2:
+            break
+        await asyncio.sleep(0.02)
+    assert checkpointer.checkpoints >= 2
+    size_after = await asyncio.to_thread(os.path.getsize, path)
+    assert size_after > size_before + 8 * 4000  # the pages are in the database file now

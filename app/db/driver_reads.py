@@ -61,7 +61,7 @@ async def scalar(session: AsyncSession, statement: Select, params: Mapping[str, 
         compiled = _compile(statement, connection.dialect)
         raw = await connection.get_raw_connection()
         sqlite = raw.driver_connection._conn  # type: ignore[union-attr]
-        outcome = await sqlite_driver.read_here(sqlite, compiled.sql, compiled.arguments(params))
+        outcome = await sqlite_driver.run_here(sqlite, compiled.sql, compiled.arguments(params))
         if outcome is not None:
             _description, rows, *_ = outcome
             return compiled.value(rows[0][0] if rows else None)

@@ -1,16 +1,26 @@
-"""SQLite through aiosqlite with one trip to its thread per write, and reads on the loop.
+"""SQLite through aiosqlite: reads, writes and commits on the event loop, and one trip to
+aiosqlite's thread for what may wait.
 
 aiosqlite runs each sqlite3 call on a thread of its own; SQLAlchemy's adapter makes four
 such trips for every statement (open a cursor, execute, fetch the rows, close the cursor),
-each a hand-over to the thread and a wake-up of the event loop. Here one function does all
-four on the thread, so a statement costs one trip (a turn makes ~40 statements).
+each a hand-over to the thread and a wake-up of the event loop (~50 us of CPU, and under
+load the wait for the loop's turn). A turn makes ~40 statements.
 
-A SELECT makes none: it runs on the event loop's thread, with the busy timeout off for
-its duration. In WAL mode (the app's) a reader waits for no lock, so it costs the loop
-the read itself (an indexed lookup: microseconds, against ~50 us of CPU for a trip).
-Should it find the database locked (another process in exclusive locking mode, recovery
-after a crash, a database not in WAL mode) it goes to the thread, which waits there.
-Writes stay on the thread: they can wait for the write lock, and a commit can checkpoint.
+Here a statement runs on the event loop's thread when it cannot wait:
+- a SELECT always: in WAL mode (the app's) a reader waits for no lock;
+- an INSERT or UPDATE, and COMMIT and ROLLBACK, when the connection's writes are light:
+  WAL mode, `synchronous` NORMAL or OFF (a commit appends to the WAL, no fsync) and no
+  automatic checkpoint (it would run inside a COMMIT: app/db/sqlite_checkpoints.py runs
+  them on a thread instead; the driver's connections turn them off).
+Each runs with the busy timeout off for its duration: should it find the database locked
+(another process writing, recovery after a crash) it goes to the thread, which waits up to
+the busy timeout there. Everything else (DELETE, which may cascade over many rows; bulk
+inserts; a connection whose writes are not light) takes one trip: one function does the
+four calls on the thread.
+
+Within a transaction a write runs in microseconds instead of a trip: the write lock (the
+in-process queue of app/db/sqlite_writers.py) is held that much shorter, which is what
+bounded SQLite's throughput with several clients.
 
 Registered under SQLAlchemy's own name for the driver, so `sqlite+aiosqlite://` URLs
 (settings, Alembic, the CLI) all take it. It reaches into aiosqlite's `_execute` and
@@ -21,7 +31,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlparse
 
 from sqlalchemy.dialects import registry
 from sqlalchemy.dialects.sqlite.aiosqlite import (
@@ -31,13 +44,17 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
     SQLiteDialect_aiosqlite,
 )
 
+from app.db import sqlite_checkpoints
+
 _Outcome = tuple[Any, list[Any], int | None, int]
 _WOULD_WAIT = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+_WRITES_HERE = ("INSERT", "UPDATE")
+_NO_AUTOCHECKPOINT = "PRAGMA wal_autocheckpoint=0"
 
 
 def _execute(connection: sqlite3.Connection, operation: str, parameters: Any) -> _Outcome:
-    """The statement, its rows, then the cursor closed (on aiosqlite's thread, or for a
-    read on the loop's: `read_here`)."""
+    """The statement, its rows, then the cursor closed (on aiosqlite's thread, or on the
+    loop's: `run_here`)."""
     cursor = connection.cursor()
     try:
         if parameters is None:
@@ -60,23 +77,47 @@ def _execute_many(connection: sqlite3.Connection, operation: str, parameters: An
         cursor.close()
 
 
-async def read_here(
+@contextmanager
+def _not_waiting(connection: sqlite3.Connection) -> Iterator[None]:
+    """The busy timeout off meanwhile: a wait on the loop's thread would stall the loop."""
+    (busy_timeout,) = connection.execute("PRAGMA busy_timeout").fetchone()
+    connection.execute("PRAGMA busy_timeout=0")
+    try:
+        yield
+    finally:
+        connection.execute(f"PRAGMA busy_timeout={int(busy_timeout)}")
+
+
+def _would_wait(error: sqlite3.OperationalError) -> bool:
+    return error.sqlite_errorcode & 0xFF in _WOULD_WAIT  # extended codes: BUSY_SNAPSHOT, …
+
+
+async def run_here(
     connection: sqlite3.Connection, operation: str, parameters: Any
 ) -> _Outcome | None:
     """On the event loop's thread, never suspending (a coroutine only because SQLAlchemy's
-    async API wants each statement to await something): a read that needs no wait for a
-    lock, or None when it would wait (it then goes to the thread, which waits up to the
-    busy timeout). Also app/db/driver_reads.py's, for reads that skip SQLAlchemy."""
-    (busy_timeout,) = connection.execute("PRAGMA busy_timeout").fetchone()
-    connection.execute("PRAGMA busy_timeout=0")  # a wait here would stall the loop
-    try:
-        return _execute(connection, operation, parameters)
-    except sqlite3.OperationalError as error:
-        if error.sqlite_errorcode & 0xFF in _WOULD_WAIT:  # extended codes: BUSY_SNAPSHOT, …
-            return None
-        raise
-    finally:
-        connection.execute(f"PRAGMA busy_timeout={int(busy_timeout)}")
+    async API wants each statement to await something): a statement that needs no wait
+    for a lock, or None when it would wait (it then goes to the thread, which waits up to
+    the busy timeout). Also app/db/driver_reads.py's, for reads that skip SQLAlchemy."""
+    with _not_waiting(connection):
+        try:
+            return _execute(connection, operation, parameters)
+        except sqlite3.OperationalError as error:
+            if _would_wait(error):
+                return None
+            raise
+
+
+async def _end_here(connection: sqlite3.Connection, commit: bool) -> bool:
+    """COMMIT or ROLLBACK on the loop's thread; False if it would wait (for the thread)."""
+    with _not_waiting(connection):
+        try:
+            connection.commit() if commit else connection.rollback()
+        except sqlite3.OperationalError as error:
+            if _would_wait(error):
+                return False
+            raise
+    return True
 
 
 class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
@@ -84,12 +125,12 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
 
     def execute(self, operation: Any, parameters: Any = None) -> None:
         outcome = None
-        if operation.startswith("SELECT"):
+        connection: OneTripConnection = self._adapt_connection  # type: ignore[assignment]
+        if connection.runs_here(operation):
             try:
-                connection = self._connection._conn  # type: ignore[attr-defined]
-                outcome = self.await_(read_here(connection, operation, parameters))
+                outcome = self.await_(run_here(connection.sqlite, operation, parameters))
             except Exception as error:
-                self._adapt_connection._handle_exception(error)
+                connection._handle_exception(error)
         if outcome is None:
             outcome = self._run(_execute, operation, parameters)
         self._take(outcome)
@@ -116,38 +157,91 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
 
 
 class OneTripConnection(AsyncAdapt_aiosqlite_connection):
-    __slots__ = ()
+    # _light: whether writes and commits run on the loop (None: not looked at yet)
+    __slots__ = ("_checkpointer", "_light")
+
+    def __init__(self, dbapi: Any, connection: Any, checkpointer: Any = None) -> None:
+        super().__init__(dbapi, connection)
+        self._light: bool | None = None
+        self._checkpointer: sqlite_checkpoints.Checkpointer | None = checkpointer
+
+    @property
+    def sqlite(self) -> sqlite3.Connection:
+        return self._connection._conn  # type: ignore[attr-defined,no-any-return]
 
     def cursor(self, server_side: bool = False) -> AsyncAdapt_aiosqlite_cursor:
         if server_side:  # rows fetched as they are read: SQLAlchemy's own
             return super().cursor(server_side=True)
         return OneTripCursor(self)
 
+    def runs_here(self, operation: str) -> bool:
+        if operation.startswith("SELECT"):
+            return True
+        return operation.startswith(_WRITES_HERE) and self._writes_are_light()
+
+    def _writes_are_light(self) -> bool:
+        if self._light is None:  # the app's pragmas are set by now (a connect listener)
+            connection = self.sqlite
+            (mode,) = connection.execute("PRAGMA journal_mode").fetchone()
+            (synchronous,) = connection.execute("PRAGMA synchronous").fetchone()
+            (autocheckpoint,) = connection.execute("PRAGMA wal_autocheckpoint").fetchone()
+            self._light = mode.lower() == "wal" and synchronous <= 1 and autocheckpoint == 0
+        return self._light
+
     # Outside a transaction sqlite3's commit and rollback do nothing, yet each was a trip
     # to the thread: the pool rolls back every connection it gets back, most of which only
     # read (pysqlite opens no transaction for a SELECT).
     def commit(self) -> None:
         if self._in_transaction():
-            super().commit()
+            self._end(commit=True)
+            if self._checkpointer is not None:
+                self._checkpointer.committed()
 
     def rollback(self) -> None:
         if self._in_transaction():
-            super().rollback()
+            self._end(commit=False)
+
+    def _end(self, commit: bool) -> None:
+        if self._writes_are_light():
+            try:
+                if self.await_(_end_here(self.sqlite, commit)):
+                    return
+            except Exception as error:
+                self._handle_exception(error)
+        super().commit() if commit else super().rollback()
 
     def _in_transaction(self) -> bool:
         try:
-            return bool(self._connection._conn.in_transaction)  # type: ignore[attr-defined]
+            return bool(self.sqlite.in_transaction)
         except Exception:  # closed: the driver's own call reports it
             return True
 
 
+def _file_of(database: Any, uri: bool) -> str | None:
+    """The database file's path, or None for an in-memory database."""
+    if not isinstance(database, str) or database in ("", ":memory:"):
+        return None
+    if not uri:
+        return database
+    parsed = urlparse(database)
+    if "mode=memory" in parsed.query or parsed.path in ("", ":memory:"):
+        return None
+    return parsed.path
+
+
 class OneTripDBAPI(AsyncAdapt_aiosqlite_dbapi):
     def connect(self, *arg: Any, **kw: Any) -> AsyncAdapt_aiosqlite_connection:
-        kw["check_same_thread"] = False  # reads run on the loop's thread (`read_here`)
+        kw["check_same_thread"] = False  # statements run on the loop's thread (`run_here`)
         adapted = super().connect(*arg, **kw)
         if type(adapted) is not AsyncAdapt_aiosqlite_connection:  # async_fallback: as is
             return adapted
-        return OneTripConnection(adapted.dbapi, adapted._connection)
+        path = _file_of(arg[0] if arg else kw.get("database"), bool(kw.get("uri")))
+        checkpointer = None
+        if path is not None:  # checkpoints on a thread of their own, not inside a COMMIT
+            checkpointer = sqlite_checkpoints.for_database(path)
+            driver = adapted._connection
+            adapted.await_(driver._execute(_execute, driver._conn, _NO_AUTOCHECKPOINT, None))
+        return OneTripConnection(adapted.dbapi, adapted._connection, checkpointer)
 
 
 class OneTripDialect(SQLiteDialect_aiosqlite):
