@@ -93,31 +93,15 @@ async def test_a_read_that_would_wait_for_a_lock_waits_on_the_thread_not_the_loo
     holder = sqlite3.connect(tmp_path / "d.sqlite3", isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     holder.execute("INSERT INTO t (v) VALUES ('held')")
-    loop = asyncio.get_running_loop()
-    gaps: list[float] = []  # between the loop's turns to a task that sleeps 10 ms
+    read: list[Any] = []
 
-    async def tick() -> None:
-        last = loop.time()
-        while True:
-            await asyncio.sleep(0.01)
-            gaps.append(loop.time() - last)
-            last = loop.time()
-
-    async def release_later() -> None:
-        await asyncio.sleep(0.5)
-        holder.execute("COMMIT")
-
-    ticker = asyncio.create_task(tick())
-    releaser = asyncio.create_task(release_later())
-    await asyncio.sleep(0.05)  # both are running
-    try:
+    async def read_all() -> None:
         async with engine.connect() as connection:
-            rows = (await connection.execute(text("SELECT v FROM t"))).all()
-    finally:
-        ticker.cancel()
-        await releaser
-        holder.close()
-    assert rows == [("held",)]
+            read.extend((await connection.execute(text("SELECT v FROM t"))).all())
+
+    gaps = await _loop_gaps_while(read_all(), release=lambda: holder.execute("COMMIT"), after=0.5)
+    holder.close()
+    assert read == [("held",)]
     assert "_execute" in trips  # it went to the thread
     # A read waiting on the loop would have stalled it for the busy timeout (5 s), and
     # the lock's holder (on the loop too) could not have let go meanwhile.

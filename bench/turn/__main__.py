@@ -42,7 +42,6 @@ import os
 import signal
 import subprocess
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -52,7 +51,7 @@ from bench.langgraph.client import LangGraphClient, verify
 from bench.langgraph.server import LangGraphServer, langgraph_server
 from bench.rest.__main__ import free_port
 from bench.turn.client import TurnClient, TurnTimes
-from bench.turn.server import ServerProcess, servers
+from bench.turn.server import ServerProcess, server_env, servers
 from bench.turn.setup import TOKEN, database
 
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -142,19 +141,8 @@ def bench(args: argparse.Namespace, dialect: str, count: int) -> list[Row]:
     model, model_url = start_model()
     try:
         with database(dialect) as (url, agent_id):
-            env = {
-                **os.environ,
-                "DATABASE_URL": url,
-                "LLM_MODEL": "openai/fake-model",
-                "LLM_API_BASE": model_url,
-                "LLM_API_KEY": "bench",
-                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                "CHANNELS_PREFIX": f"bench-{uuid.uuid4().hex[:8]}:",
-                # a client turning 50 times a second sends more frames than a phone may
-                "WS_FRAME_RATE": "100000",
-                "WS_FRAME_BURST": "100000",
-                "ACCESS_LOG": "false",  # uvicorn's --no-access-log, which the app overrides
-            }
+            # a client turning 50 times a second sends more frames than a phone may
+            env = server_env(url, model_url, WS_FRAME_RATE="100000", WS_FRAME_BURST="100000")
             if count > 1 or args.redis:
                 env["REDIS_URL"] = REDIS_URL
             if args.profile:

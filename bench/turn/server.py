@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -24,6 +25,22 @@ from bench.common import wait_ready
 from bench.cpu_cap import cap_process, release
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def server_env(database_url: str, model_url: str, **extra: str) -> dict[str, str]:
+    """The environment of benchmark servers: this database, the fake model, channels of
+    their own (a fresh prefix), no access log; `extra` on top."""
+    return {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "LLM_MODEL": "openai/fake-model",
+        "LLM_API_BASE": model_url,
+        "LLM_API_KEY": "bench",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "CHANNELS_PREFIX": f"bench-{uuid.uuid4().hex[:8]}:",
+        "ACCESS_LOG": "false",  # uvicorn's --no-access-log, which the app overrides
+        **extra,
+    }
 
 
 def create() -> Litestar:

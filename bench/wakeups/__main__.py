@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import time
 import uuid
@@ -35,7 +34,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from bench.common import start_url_process
 from bench.rest.__main__ import free_port
 from bench.turn.__main__ import REDIS_URL, stop_model
-from bench.turn.server import ServerProcess, servers
+from bench.turn.server import ServerProcess, server_env, servers
 from bench.turn.setup import TOKEN, database
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
@@ -166,17 +165,8 @@ def bench(transport: str, rounds: int) -> None:
     model, model_url = start_url_process("bench.wakeups.model")
     try:
         with database("postgresql") as (url, agent_id):
-            env = {
-                **os.environ,
-                "DATABASE_URL": url,
-                "LLM_MODEL": "openai/fake-model",
-                "LLM_API_BASE": model_url,
-                "LLM_API_KEY": "bench",
-                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                "CHANNELS_PREFIX": f"bench-{uuid.uuid4().hex[:8]}:",
-                "ACCESS_LOG": "false",
-                "REDIS_URL": REDIS_URL if transport == "redis" else "",
-            }
+            redis = REDIS_URL if transport == "redis" else ""
+            env = server_env(url, model_url, REDIS_URL=redis)
 
             async def run_all() -> dict[str, tuple[list[float], int]]:
                 async with servers(env, [free_port(), free_port()]) as processes:
