@@ -7,8 +7,10 @@ adapter gives."""
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -272,3 +274,36 @@ async def test_checkpoints_run_on_their_thread_not_inside_commits(
     assert checkpointer.checkpoints >= 2
     size_after = await asyncio.to_thread(os.path.getsize, path)
     assert size_after > size_before + 8 * 4000  # the pages are in the database file now
+
+
+def _checkpoint_in_child(path: str) -> None:
+    checkpointer = sqlite_checkpoints.for_database(path)
+    before = checkpointer.checkpoints  # the parent's count, were it inherited
+    sqlite_checkpoints.EVERY_COMMITS = 1
+    checkpointer.committed()
+    for _ in range(200):
+        if checkpointer.checkpoints > before:
+            os._exit(0)
+        time.sleep(0.01)
+    os._exit(1)
+
+
+async def test_a_forked_worker_checkpoints_on_a_thread_of_its_own(
+    wal_engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parent's checkpoint thread exists (it ran one); a child forked after still
+    gets its checkpoints run."""
+    monkeypatch.setattr(sqlite_checkpoints, "EVERY_COMMITS", 1)
+    path = str(tmp_path / "w.sqlite3")
+    parent = sqlite_checkpoints.for_database(path)
+    async with wal_engine.begin() as connection:
+        await connection.execute(text("INSERT INTO t (v) VALUES ('a')"))
+    for _ in range(200):
+        if parent.checkpoints:
+            break
+        await asyncio.sleep(0.01)
+    assert parent.checkpoints
+    child = multiprocessing.get_context("fork").Process(target=_checkpoint_in_child, args=(path,))
+    child.start()
+    await asyncio.to_thread(child.join, 10)
+    assert child.exitcode == 0

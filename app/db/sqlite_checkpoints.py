@@ -15,6 +15,7 @@ due.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -70,6 +71,18 @@ class Checkpointer:
 
 _checkpointers: dict[str, Checkpointer] = {}
 _registry_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A forked worker has none of its parent's threads: a checkpoint thread of its own,
+    and counts of its own commits."""
+    global _thread, _registry_lock
+    _thread = ThreadPoolExecutor(1, thread_name_prefix="sqlite-checkpoint")
+    _registry_lock = threading.Lock()
+    _checkpointers.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def for_database(database: str) -> Checkpointer:
