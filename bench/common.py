@@ -1,12 +1,15 @@
 """What the benchmarks share: a user with a bearer token and one agent, helper processes
-that print their URL, and waiting for a server to answer."""
+that print their URL (and the fake model's side of that), and waiting for a server to
+answer."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -15,6 +18,9 @@ from app.db.models import Agent, ApiToken, User
 from app.lib.security import token_digest
 from app.lib.time import utcnow
 from app.settings import PROJECT_ROOT
+
+if TYPE_CHECKING:
+    from tests.support.fake_llm import FakeLLM
 
 
 async def add_user_with_agent(
@@ -47,6 +53,14 @@ def start_url_process(module: str) -> tuple[subprocess.Popen[str], str]:
     )
     assert process.stdout is not None
     return process, process.stdout.readline().strip()
+
+
+async def serve_until_stdin_closes(llm: FakeLLM) -> None:
+    """The fake model's side of `start_url_process`: print its base URL, serve until the
+    benchmark closes our stdin."""
+    async with llm:
+        print(llm.base_url, flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 
 
 def wait_ready(url: str, process: subprocess.Popen | None = None, timeout: float = 60) -> None:

@@ -54,18 +54,17 @@ _compiled: dict[tuple[int, str], tuple[Select, _Compiled]] = {}
 async def scalar(session: AsyncSession, statement: Select, params: Mapping[str, Any]) -> Any:
     """As `session.scalar(statement, params)`: the first column of the first row, or None."""
     connection = await session.connection()
-    driver = connection.dialect.driver
-    if driver == "asyncpg":
+    if connection.dialect.driver == "asyncpg":
         return await _asyncpg_scalar(connection, statement, params)
-    if driver == "aiosqlite":
+    raw = await connection.get_raw_connection()
+    if isinstance(raw.dbapi_connection, sqlite_driver.OneTripConnection):
         compiled = _compile(statement, connection.dialect)
-        raw = await connection.get_raw_connection()
-        sqlite = raw.driver_connection._conn  # type: ignore[union-attr]
+        sqlite = raw.dbapi_connection.sqlite
         outcome = await sqlite_driver.run_here(sqlite, compiled.sql, compiled.arguments(params))
         if outcome is not None:
             _description, rows, *_ = outcome
             return compiled.value(rows[0][0] if rows else None)
-    return await connection.scalar(statement, params)
+    return await connection.scalar(statement, params)  # other drivers; a read that would wait
 
 
 async def _asyncpg_scalar(

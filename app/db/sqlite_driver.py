@@ -99,25 +99,28 @@ async def run_here(
     async API wants each statement to await something): a statement that needs no wait
     for a lock, or None when it would wait (it then goes to the thread, which waits up to
     the busy timeout). Also app/db/driver_reads.py's, for reads that skip SQLAlchemy."""
-    with _not_waiting(connection):
-        try:
-            return _execute(connection, operation, parameters)
-        except sqlite3.OperationalError as error:
-            if _would_wait(error):
-                return None
-            raise
+    return _unless_waiting(connection, _execute, operation, parameters)
+
+
+def _end(connection: sqlite3.Connection, commit: bool) -> bool:
+    connection.commit() if commit else connection.rollback()
+    return True
 
 
 async def _end_here(connection: sqlite3.Connection, commit: bool) -> bool:
     """COMMIT or ROLLBACK on the loop's thread; False if it would wait (for the thread)."""
+    return _unless_waiting(connection, _end, commit) is not None
+
+
+def _unless_waiting(connection: sqlite3.Connection, function: Any, *args: Any) -> Any:
+    """`function(connection, *args)` with the busy timeout off; None if it would wait."""
     with _not_waiting(connection):
         try:
-            connection.commit() if commit else connection.rollback()
+            return function(connection, *args)
         except sqlite3.OperationalError as error:
             if _would_wait(error):
-                return False
+                return None
             raise
-    return True
 
 
 class OneTripCursor(AsyncAdapt_aiosqlite_cursor):

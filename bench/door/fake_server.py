@@ -8,9 +8,9 @@ The answer is chosen by the requested model: `text-<n>` streams a text in n chun
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import Any
 
+from bench.common import serve_until_stdin_closes
 from tests.support.fake_llm import Call, FakeLLM, Text, ToolCalls
 
 
@@ -24,11 +24,5 @@ def respond(body: dict[str, Any]) -> Text | ToolCalls:
     return Text("".join(f"w{i:04d} " for i in range(n)), pieces=n)
 
 
-async def serve() -> None:
-    async with FakeLLM(respond) as llm:
-        print(llm.base_url, flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-
-
 if __name__ == "__main__":
-    asyncio.run(serve())
+    asyncio.run(serve_until_stdin_closes(FakeLLM(respond)))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from typing import Any
 
+from bench.common import serve_until_stdin_closes
 from tests.support.fake_llm import Call, FakeLLM, Text, ToolCalls
 
 CHUNKS = int(os.environ.get("BENCH_ANSWER_CHUNKS", "4"))
@@ -38,11 +38,5 @@ class _Forgetful(FakeLLM):
         return super()._next(body)
 
 
-async def main() -> None:
-    async with _Forgetful(respond) as llm:
-        print(llm.base_url, flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-
-
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(serve_until_stdin_closes(_Forgetful(respond)))

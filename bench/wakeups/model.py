@@ -8,9 +8,9 @@ answers once the tool's result is in.
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import Any
 
+from bench.common import serve_until_stdin_closes
 from tests.support.fake_llm import Call, FakeLLM, Hang, Text, ToolCalls
 
 
@@ -23,11 +23,5 @@ def respond(body: dict[str, Any]) -> Text | ToolCalls | Hang:
     return ToolCalls(Call("memory", {"action": "forget", "key": "coffee"}))
 
 
-async def main() -> None:
-    async with FakeLLM(respond) as llm:
-        print(llm.base_url, flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-
-
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(serve_until_stdin_closes(FakeLLM(respond)))
