@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.db import sqlite_checkpoints
-from app.db.config import install_sqlite_pragmas
+from app.db.config import BUSY_TIMEOUT_SECONDS, install_sqlite_pragmas
 from app.db.sqlite_driver import OneTripDialect
 
 
@@ -39,12 +39,13 @@ async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
 
 @pytest.fixture
 def trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of every function aiosqlite runs on its thread."""
+    """The name of every function aiosqlite runs on its thread (and of those it wraps)."""
     seen: list[str] = []
     original = aiosqlite.Connection._execute
 
     async def counted(self: aiosqlite.Connection, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(getattr(fn, "__name__", repr(fn)))
+        seen.extend(f.__name__ for f in args if callable(f) and hasattr(f, "__name__"))
         return await original(self, fn, *args, **kwargs)
 
     monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
@@ -189,6 +190,30 @@ async def test_in_wal_mode_writes_and_commits_make_no_trip_deletes_one(
         assert other.execute("SELECT v FROM t").fetchall() == [("a!",)]
     finally:
         other.close()
+
+
+async def test_in_wal_mode_statements_on_the_loop_run_alone_and_the_busy_timeout_holds(
+    wal_engine: AsyncEngine,
+) -> None:
+    """A WAL connection idles with its busy timeout at 0, so a statement on the loop is
+    that statement alone, no PRAGMA around it; the timeout it was given (or is given
+    later) still reads back and is what a statement on the thread waits for."""
+    async with wal_engine.connect() as connection:
+        await connection.execute(text("INSERT INTO t (v) VALUES ('a')"))
+        await connection.commit()
+        raw = await connection.get_raw_connection()
+        ran: list[str] = []
+        raw.dbapi_connection.sqlite.set_trace_callback(ran.append)  # type: ignore[union-attr]
+        await connection.execute(text("SELECT v FROM t"))
+        await connection.execute(text("UPDATE t SET v = 'b'"))
+        await connection.commit()
+        assert ran == ["SELECT v FROM t", "BEGIN ", "UPDATE t SET v = 'b'", "COMMIT"]
+        raw.dbapi_connection.sqlite.set_trace_callback(None)  # type: ignore[union-attr]
+        set_by_the_app = (await connection.execute(text("PRAGMA busy_timeout"))).scalar_one()
+        await connection.execute(text("PRAGMA busy_timeout=1234"))
+        await connection.execute(text("SELECT v FROM t"))
+        changed = (await connection.execute(text("PRAGMA busy_timeout"))).scalar_one()
+    assert (set_by_the_app, changed) == (int(BUSY_TIMEOUT_SECONDS * 1000), 1234)
 
 
 async def test_a_rolled_back_write_on_the_loop_leaves_nothing(wal_engine: AsyncEngine) -> None:

@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
 
-from sqlalchemy import Column, ColumnElement, RowMapping, Table, bindparam, insert, inspect, select
+from sqlalchemy import Column, ColumnElement, Table, bindparam, insert, inspect, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.sql.dml import Insert
 
+from app.db import direct
 from app.db.base import Base
 
 T = TypeVar("T", bound=Base)
@@ -63,7 +64,7 @@ def attach_new(session: AsyncSession, model: type[T], values: Mapping[str, Any])
     return instance
 
 
-def adopt_rows(session: AsyncSession, model: type[T], rows: Iterable[RowMapping]) -> list[T]:
+def adopt_rows(session: AsyncSession, model: type[T], rows: Iterable[Mapping[str, Any]]) -> list[T]:
     """Instances of `model` for rows read in full (every column), attached to `session`."""
     attributes, adopted = _attributes(model), []
     for row in rows:
@@ -127,13 +128,6 @@ def _plan(model: type[Base]) -> _Plan | None:
     return _Plan(insert(table), _columns(model))
 
 
-async def flush_pending(session: AsyncSession) -> None:
-    """What the session holds unwritten goes first (as autoflush would before a query):
-    a Core statement after it may depend on those rows."""
-    if session.new or session.dirty or session.deleted:
-        await session.flush()
-
-
 def _fill(instance: Base, columns: _Columns) -> dict[str, Any]:
     """The new instance's row by column key, its unset attributes set to their defaults."""
     given = instance.__dict__
@@ -160,8 +154,7 @@ async def insert_new(session: AsyncSession, instance: T) -> T:
         session.add(instance)
         await session.flush()
         return instance
-    await flush_pending(session)
-    await session.execute(plan.statement, _fill(instance, plan.columns))
+    await direct.execute(session, plan.statement, _fill(instance, plan.columns))
     return _attach(session, instance)
 
 
@@ -185,9 +178,8 @@ async def insert_new_if(
     holds (`condition`: the condition's parameters); attached, clean. None: it did not."""
     plan = _plan(type(instance))
     assert plan is not None  # insert_where refused to build the statement otherwise
-    await flush_pending(session)
     values = _fill(instance, plan.columns)
     params = {**condition, **{f"v_{key}": value for key, value in values.items()}}
-    if (await session.execute(statement, params)).first() is None:
+    if (await direct.execute(session, statement, params)).first() is None:
         return None
     return _attach(session, instance)

@@ -12,9 +12,11 @@ Here a statement runs on the event loop's thread when it cannot wait:
   WAL mode, `synchronous` NORMAL or OFF (a commit appends to the WAL, no fsync) and no
   automatic checkpoint (it would run inside a COMMIT: app/db/sqlite_checkpoints.py runs
   them on a thread instead; the driver's connections turn them off).
-Each runs with the busy timeout off for its duration: should it find the database locked
-(another process writing, recovery after a crash) it goes to the thread, which waits up to
-the busy timeout there. Everything else (DELETE, which may cascade over many rows; bulk
+None of them may wait on the loop: a light connection idles with its busy timeout at 0
+(the timeout is raised on the thread, for what runs there), another one turns it off for
+each statement on the loop. Should a statement find the database locked (another process
+writing, recovery after a crash) it goes to the thread, which waits up to the busy timeout
+there. Everything else (DELETE, which may cascade over many rows; bulk
 inserts; a connection whose writes are not light) takes one trip: one function does the
 four calls on the thread.
 
@@ -80,26 +82,31 @@ def _execute_many(connection: sqlite3.Connection, operation: str, parameters: An
 @contextmanager
 def _not_waiting(connection: sqlite3.Connection) -> Iterator[None]:
     """The busy timeout off meanwhile: a wait on the loop's thread would stall the loop."""
-    (busy_timeout,) = connection.execute("PRAGMA busy_timeout").fetchone()
+    busy_ms = _busy_timeout(connection)
     connection.execute("PRAGMA busy_timeout=0")
     try:
         yield
     finally:
-        connection.execute(f"PRAGMA busy_timeout={int(busy_timeout)}")
+        connection.execute(f"PRAGMA busy_timeout={busy_ms}")
+
+
+def _busy_timeout(connection: sqlite3.Connection) -> int:
+    (busy_ms,) = connection.execute("PRAGMA busy_timeout").fetchone()
+    return int(busy_ms)
+
+
+def _waiting(connection: sqlite3.Connection, busy_ms: int, function: Any, *args: Any) -> Any:
+    """On the thread, for a connection idling at 0: `function` with the busy timeout up
+    meanwhile; its outcome and the timeout after it (a PRAGMA may have changed it)."""
+    connection.execute(f"PRAGMA busy_timeout={busy_ms}")
+    try:
+        return function(connection, *args), _busy_timeout(connection)
+    finally:
+        connection.execute("PRAGMA busy_timeout=0")
 
 
 def _would_wait(error: sqlite3.OperationalError) -> bool:
     return error.sqlite_errorcode & 0xFF in _WOULD_WAIT  # extended codes: BUSY_SNAPSHOT, …
-
-
-async def run_here(
-    connection: sqlite3.Connection, operation: str, parameters: Any
-) -> _Outcome | None:
-    """On the event loop's thread, never suspending (a coroutine only because SQLAlchemy's
-    async API wants each statement to await something): a statement that needs no wait
-    for a lock, or None when it would wait (it then goes to the thread, which waits up to
-    the busy timeout). Also app/db/driver_reads.py's, for reads that skip SQLAlchemy."""
-    return _unless_waiting(connection, _execute, operation, parameters)
 
 
 def _end(connection: sqlite3.Connection, commit: bool) -> bool:
@@ -107,20 +114,15 @@ def _end(connection: sqlite3.Connection, commit: bool) -> bool:
     return True
 
 
-async def _end_here(connection: sqlite3.Connection, commit: bool) -> bool:
-    """COMMIT or ROLLBACK on the loop's thread; False if it would wait (for the thread)."""
-    return _unless_waiting(connection, _end, commit) is not None
-
-
 def _unless_waiting(connection: sqlite3.Connection, function: Any, *args: Any) -> Any:
-    """`function(connection, *args)` with the busy timeout off; None if it would wait."""
-    with _not_waiting(connection):
-        try:
-            return function(connection, *args)
-        except sqlite3.OperationalError as error:
-            if _would_wait(error):
-                return None
-            raise
+    """`function(connection, *args)` on the loop, the busy timeout off (`_here`); None if
+    it would wait."""
+    try:
+        return function(connection, *args)
+    except sqlite3.OperationalError as error:
+        if _would_wait(error):
+            return None
+        raise
 
 
 class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
@@ -131,7 +133,7 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
         connection: OneTripConnection = self._adapt_connection  # type: ignore[assignment]
         if connection.runs_here(operation):
             try:
-                outcome = self.await_(run_here(connection.sqlite, operation, parameters))
+                outcome = self.await_(connection.run_here(operation, parameters))
             except Exception as error:
                 connection._handle_exception(error)
         if outcome is None:
@@ -142,11 +144,11 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
         self._take(self._run(_execute_many, operation, seq_of_parameters))
 
     def _run(self, function: Any, operation: Any, parameters: Any) -> _Outcome:
-        driver = self._connection
+        connection: OneTripConnection = self._adapt_connection  # type: ignore[assignment]
         try:
-            return self.await_(driver._execute(function, driver._conn, operation, parameters))  # type: ignore[attr-defined]
+            return connection.on_thread(function, operation, parameters)  # type: ignore[no-any-return]
         except Exception as error:
-            self._adapt_connection._handle_exception(error)
+            connection._handle_exception(error)
 
     def _take(self, outcome: _Outcome) -> None:
         description, rows, lastrowid, rowcount = outcome
@@ -160,12 +162,14 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
 
 
 class OneTripConnection(AsyncAdapt_aiosqlite_connection):
-    # _light: whether writes and commits run on the loop (None: not looked at yet)
-    __slots__ = ("_checkpointer", "_light")
+    # _light: whether writes and commits run on the loop (None: not looked at yet);
+    # _idle_ms: a light connection's busy timeout, which it idles without (at 0)
+    __slots__ = ("_checkpointer", "_idle_ms", "_light")
 
     def __init__(self, dbapi: Any, connection: Any, checkpointer: Any = None) -> None:
         super().__init__(dbapi, connection)
         self._light: bool | None = None
+        self._idle_ms: int | None = None
         self._checkpointer: sqlite_checkpoints.Checkpointer | None = checkpointer
 
     @property
@@ -182,6 +186,30 @@ class OneTripConnection(AsyncAdapt_aiosqlite_connection):
             return True
         return operation.startswith(_WRITES_HERE) and self._writes_are_light()
 
+    async def run_here(self, operation: str, parameters: Any) -> _Outcome | None:
+        """On the event loop's thread, never suspending (a coroutine only because
+        SQLAlchemy's async API wants each statement to await something): a statement that
+        needs no wait for a lock, or None when it would wait (it then goes to the thread,
+        which waits up to the busy timeout). Also app/db/direct.py's, for statements that
+        skip SQLAlchemy."""
+        return self._here(_execute, operation, parameters)  # type: ignore[no-any-return]
+
+    def on_thread(self, function: Any, *args: Any) -> Any:
+        """`function(sqlite, *args)` on aiosqlite's thread, waiting up to the busy timeout."""
+        driver = self._connection
+        if self._idle_ms is None:
+            return self.await_(driver._execute(function, driver._conn, *args))  # type: ignore[attr-defined]
+        outcome, self._idle_ms = self.await_(
+            driver._execute(_waiting, driver._conn, self._idle_ms, function, *args)  # type: ignore[attr-defined]
+        )
+        return outcome
+
+    def _here(self, function: Any, *args: Any) -> Any:
+        if self._idle_ms is not None:
+            return _unless_waiting(self.sqlite, function, *args)
+        with _not_waiting(self.sqlite):
+            return _unless_waiting(self.sqlite, function, *args)
+
     def _writes_are_light(self) -> bool:
         if self._light is None:  # the app's pragmas are set by now (a connect listener)
             connection = self.sqlite
@@ -189,6 +217,9 @@ class OneTripConnection(AsyncAdapt_aiosqlite_connection):
             (synchronous,) = connection.execute("PRAGMA synchronous").fetchone()
             (autocheckpoint,) = connection.execute("PRAGMA wal_autocheckpoint").fetchone()
             self._light = mode.lower() == "wal" and synchronous <= 1 and autocheckpoint == 0
+            if self._light:  # what runs on the loop needs no toggling from here on
+                self._idle_ms = _busy_timeout(connection)
+                connection.execute("PRAGMA busy_timeout=0")
         return self._light
 
     # Outside a transaction sqlite3's commit and rollback do nothing, yet each was a trip
@@ -205,12 +236,13 @@ class OneTripConnection(AsyncAdapt_aiosqlite_connection):
             self._end(commit=False)
 
     def _end(self, commit: bool) -> None:
-        if self._writes_are_light():
-            try:
-                if self.await_(_end_here(self.sqlite, commit)):
-                    return
-            except Exception as error:
-                self._handle_exception(error)
+        try:
+            if self._writes_are_light():
+                if self._here(_end, commit) is None:  # it would wait: on the thread
+                    self.on_thread(_end, commit)
+                return
+        except Exception as error:
+            self._handle_exception(error)
         super().commit() if commit else super().rollback()
 
     def _in_transaction(self) -> bool:

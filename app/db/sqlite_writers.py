@@ -17,15 +17,25 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.util import await_only
 
 _HELD = "sqlite_write_lock"
-_queued: weakref.WeakSet[Any] = weakref.WeakSet()  # engines whose writers queue here
+
+
+@dataclass(frozen=True)
+class _Queue:
+    database: str
+    timeout: float
+
+
+# engines whose writers queue here
+_queued: weakref.WeakKeyDictionary[Any, _Queue] = weakref.WeakKeyDictionary()
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
     weakref.WeakKeyDictionary()
@@ -61,19 +71,15 @@ def install(engine: AsyncEngine, busy_timeout_seconds: float) -> None:
     """Queue the engine's write transactions (SQLite engines only; file databases)."""
     if engine.dialect.name != "sqlite" or not engine.url.database:
         return
-    database = str(engine.url.database)
     sync_engine = engine.sync_engine
+    queue = _Queue(str(engine.url.database), busy_timeout_seconds)
 
     def before_execute(
         connection: Any, cursor: Any, statement: str, parameters: Any, *_: Any
     ) -> None:
-        if connection.info.get(_HELD) is not None or not _is_write(statement):
-            return
-        lock = _lock_for(database)
-        # this runs inside SQLAlchemy's greenlet, where the driver awaits too
-        if not await_only(_acquire(lock, busy_timeout_seconds)):
-            raise _locked(statement, parameters)
-        connection.info[_HELD] = lock
+        if connection.info.get(_HELD) is None and _is_write(statement):
+            # this runs inside SQLAlchemy's greenlet, where the driver awaits too
+            await_only(_take(queue, connection.info, statement, parameters))
 
     def release(_dbapi_connection: Any, record: Any) -> None:
         lock = record.info.pop(_HELD, None)
@@ -84,7 +90,25 @@ def install(engine: AsyncEngine, busy_timeout_seconds: float) -> None:
     # A session gives its connection back once its transaction has committed or rolled
     # back (the engine's own commit event fires before SQLite has committed).
     event.listen(sync_engine.pool, "checkin", release)
-    _queued.add(sync_engine)
+    _queued[sync_engine] = queue
+
+
+async def _take(queue: _Queue, info: dict[Any, Any], statement: str, parameters: Any) -> None:
+    """Wait for this process's turn to write; the lock kept in the connection's `info`."""
+    lock = _lock_for(queue.database)
+    if not await _acquire(lock, queue.timeout):
+        raise _locked(statement, parameters)
+    info[_HELD] = lock
+
+
+async def hold_for_write(connection: AsyncConnection) -> None:
+    """Before a write that skips SQLAlchemy's execution (app/db/direct.py): what the
+    engine's hook does for the others."""
+    sync = connection.sync_connection
+    assert sync is not None
+    queue = _queued.get(sync.engine)
+    if queue is not None and sync.info.get(_HELD) is None:
+        await _take(queue, sync.info, "a write", None)
 
 
 def has_written(connection: Any) -> bool | None:

@@ -16,6 +16,7 @@ from uuid import UUID
 from sqlalchemy import and_, any_, bindparam, delete, exists, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import direct
 from app.db.models import Run, RunStatus, ThreadMessage, runner_heartbeats
 from app.db.rows import adopt_rows
 from app.lib.time import utcnow
@@ -74,6 +75,7 @@ def _claim_statement(postgres: bool):
             lease_owner=bindparam("owner"),
             lease_expires_at=bindparam("expires"),
             started_at=bindparam("now"),
+            updated_at=bindparam("now"),  # given: app/db/direct.py runs it
         )
         .returning(*_runs.c)
     )
@@ -93,7 +95,7 @@ async def claim_runs(
     now = utcnow()
     expires = now + timedelta(seconds=lease_seconds)
     params = {"owner": owner, "expires": expires, "now": now, "slots": slots}
-    rows = await session.execute(_claim_statement(postgres), params)
+    rows = await direct.execute(session, _claim_statement(postgres), params)
     claimed = adopt_rows(session, Run, rows.mappings())
     claimed.sort(key=lambda run: (run.created_at, run.id))
     for run in claimed:
@@ -178,7 +180,7 @@ async def finish_run(
 ) -> Run | None:
     """End a run we hold; None if the lease was lost (another process reaped it)."""
     statement = _finish_statement(changes.run_end_values())
-    rows = await session.execute(statement, _finish_params(run_id, owner, status, error))
+    rows = await direct.execute(session, statement, _finish_params(run_id, owner, status, error))
     return _ended(session, rows.mappings())
 
 

@@ -13,7 +13,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.accounts.services import user_for_token
-from app.db import driver_reads
+from app.db import direct
 from app.db.models import Run, ThreadMessage
 from app.db.reads import reading
 from app.threads import repository
@@ -47,7 +47,7 @@ class RealtimeStore:
         has no run either (a run starts with its message)."""
         async with self._session_maker() as session:
             params = {"thread_id": thread_id, "owner_id": user_id}
-            found = await driver_reads.scalar(session, repository.OWNED_LAST_SEQ, params)
+            found = await direct.scalar(session, repository.OWNED_LAST_SEQ, params)
             if found is None:
                 return None
             last_seq = int(found)

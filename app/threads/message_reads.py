@@ -18,7 +18,7 @@ from litestar.serialization import encode_json
 from sqlalchemy import Select, Text, bindparam, cast, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import driver_reads
+from app.db import direct
 from app.db.models import Thread, ThreadMessage, User
 from app.lib.problems import ProblemException
 from app.threads import repository
@@ -165,7 +165,7 @@ async def latest_page_json(
     """The latest page, encoded: one indexed lookup (ownership and last_seq) and, when
     the thread changed since it was last read, the page query."""
     params = {"thread_id": thread_id, "owner_id": user.id}
-    last_seq = await driver_reads.scalar(session, repository.OWNED_LAST_SEQ, params)
+    last_seq = await direct.scalar(session, repository.OWNED_LAST_SEQ, params)
     if last_seq is None:
         raise ProblemException(404, "Thread not found.")
     cached = latest_pages.get(thread_id, limit, last_seq)

@@ -41,8 +41,10 @@ from sqlalchemy.exc import NoResultFound
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
+from app.db import direct
+from app.db.direct import flush_pending
 from app.db.models import Thread, ThreadMessage
-from app.db.rows import attach_new, flush_pending, new_row
+from app.db.rows import attach_new, new_row
 from app.lib.time import utcnow
 from app.threads.changes import message_changed
 
@@ -58,6 +60,7 @@ _BUMP = (
         last_seq=_threads.c.last_seq + bindparam("b_seqs"),
         message_count=_threads.c.message_count + bindparam("b_messages"),
         last_activity_at=bindparam("b_now"),
+        updated_at=bindparam("b_now"),
     )
     .returning(_threads.c.last_seq, _threads.c.message_count)
 )
@@ -91,7 +94,10 @@ async def _bump(
         "b_messages": count if new else 0,
         "b_now": now,
     }
-    last_seq, message_count = (await session.execute(_BUMP, params)).one()
+    row = (await direct.execute(session, _BUMP, params)).first()
+    if row is None:
+        raise NoResultFound(f"no thread {thread_id}")
+    last_seq, message_count = row
     _sync_thread(
         session,
         thread_id,
@@ -161,7 +167,7 @@ async def update_message(
     params = {f"v_{name}": value for name, value in changes.items()}
     params |= {"b_thread": message.thread_id, "b_message": message.id, "b_now": now}
     if session.get_bind().dialect.name == "postgresql":
-        row = (await session.execute(_bump_and_update(tuple(changes)), params)).first()
+        row = (await direct.execute(session, _bump_and_update(tuple(changes)), params)).first()
         if row is None:
             raise NoResultFound(f"no thread message {message.id} in thread {message.thread_id}")
         seq = int(row[0])
@@ -169,7 +175,7 @@ async def update_message(
     else:
         seq, _ = await _bump(session, message.thread_id, 1, new=False)
         params["v_seq"] = seq
-        if (await session.execute(_update_row(tuple(changes)), params)).rowcount != 1:
+        if (await direct.execute(session, _update_row(tuple(changes)), params)).rowcount != 1:
             raise NoResultFound(f"no thread message {message.id}")
     for name, value in changes.items():
         set_committed_value(message, name, value)
@@ -220,7 +226,11 @@ def _bump_and_update(names: tuple[str, ...]) -> Update:
         bump = (
             update(_threads)
             .where(_threads.c.id == bindparam("b_thread"))
-            .values(last_seq=_threads.c.last_seq + 1, last_activity_at=bindparam("b_now"))
+            .values(
+                last_seq=_threads.c.last_seq + 1,
+                last_activity_at=bindparam("b_now"),
+                updated_at=bindparam("b_now"),
+            )
             .returning(_threads.c.id, _threads.c.last_seq)
             .cte("bump")
         )
@@ -236,6 +246,7 @@ def _bump_and_update(names: tuple[str, ...]) -> Update:
 
 # -- creates: past the unit of work --------------------------------------------------
 _INSERTED = tuple(c.key for c in _messages.c if c.key not in ("seq", "position"))
+_INSERT_ROW = insert(_messages)  # every column bound by its key (SQLite's creates)
 _inserts: dict[int, Insert] = {}
 
 
@@ -315,10 +326,8 @@ async def _insert_after_bump(
 ) -> dict[UUID, tuple[int, int]]:
     """PostgreSQL: one statement. Each new row's (seq, position) by id."""
     params = _insert_params(thread_id, values, now)
-    placed = {
-        row.id: (int(row.seq), int(row.position))
-        for row in await session.execute(_insert_rows(len(values)), params)
-    }
+    inserted = await direct.execute(session, _insert_rows(len(values)), params)
+    placed = {row_id: (int(seq), int(position)) for row_id, seq, position in inserted.rows}
     if len(placed) != len(values):
         raise NoResultFound(f"no thread {thread_id}")
     last_seq = max(seq for seq, _ in placed.values())
@@ -358,15 +367,16 @@ async def create_message_with(
     session's transaction. `also`'s row by column key, None if it changed no row."""
     if session.get_bind().dialect.name != "postgresql" or not creates_alone([fields]):
         message = await create_message(session, thread_id, **fields)
-        other = (await session.execute(also, params)).mappings().first()
-        return message, None if other is None else dict(other)
+        others = (await direct.execute(session, also, params)).mappings()
+        return message, others[0] if others else None
     await flush_pending(session)
     now = utcnow()
     row = _row_values(thread_id, fields, now)
     values = _insert_params(thread_id, [row], now) | params
-    result = (await session.execute(_insert_with(also), values)).mappings().first()
-    if result is None:
+    results = (await direct.execute(session, _insert_with(also), values)).mappings()
+    if not results:
         raise NoResultFound(f"no thread {thread_id}")
+    result = results[0]
     seq, position = int(result["seq"]), int(result["position"])
     _sync_bumped(session, thread_id, seq, position, now)
     message = _persistent(session, row, seq, position)
@@ -385,10 +395,9 @@ async def _bump_then_insert(
         row["id"]: (last_seq - count + 1 + i, last_position - count + 1 + i)
         for i, row in enumerate(values)
     }
-    rows = [
-        {**row, "seq": placed[row["id"]][0], "position": placed[row["id"]][1]} for row in values
-    ]
-    await session.execute(insert(_messages), rows)
+    for row in values:  # each on the event loop: cheaper than one executemany's trip
+        seq, position = placed[row["id"]]
+        await direct.execute(session, _INSERT_ROW, {**row, "seq": seq, "position": position})
     return placed
 
 

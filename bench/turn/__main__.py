@@ -19,6 +19,10 @@ root and a writable /sys/fs/cgroup): on 2 cores the load itself takes one, so wi
 "2 processes vs 1" measures the machine, not whether the work spreads over processes.
 `--profile PATH` profiles the (single) server with cProfile over the measured runs of the
 last client count and writes PATH (read it with `python -m pstats PATH`).
+`--instructions`: the server runs under valgrind's callgrind and the instructions it
+executes per run over the last client count's measured runs are printed
+(`bench/turn/instructions.py`): repeatable where timings drift, for comparing two versions
+of the code; its timing rows are valgrind's, not the server's.
 `--answer-chunks 300 --answer-pause 0.002`: a long answer streamed word by word, as a
 model emits it (by default the short answer arrives in one read).
 
@@ -41,15 +45,18 @@ import asyncio
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from bench.common import start_url_process
 from bench.langgraph.client import LangGraphClient, verify
 from bench.langgraph.server import LangGraphServer, langgraph_server
 from bench.rest.__main__ import free_port
+from bench.turn import instructions
 from bench.turn.client import TurnClient, TurnTimes
 from bench.turn.server import ServerProcess, server_env, servers
 from bench.turn.setup import TOKEN, database
@@ -148,25 +155,41 @@ def bench(args: argparse.Namespace, dialect: str, count: int) -> list[Row]:
             if args.profile:
                 env["BENCH_PROFILE"] = os.path.abspath(args.profile)
             clients = [int(c) for c in args.clients.split(",")]
+            counting = args.instructions
+            out_dir = Path(tempfile.mkdtemp(prefix="bench-callgrind-"))
+            wrapper = instructions.wrapper(out_dir) if counting else []
+
+            def watch_start(pid: int) -> None:
+                if counting:
+                    instructions.start(pid)
+                else:
+                    os.kill(pid, signal.SIGUSR1)
+
+            def watch_stop(pid: int, runs: int) -> None:
+                if not counting:
+                    os.kill(pid, signal.SIGUSR2)
+                    time.sleep(1)  # the profile is written
+                    return
+                total = instructions.stop(pid, out_dir)
+                print(
+                    f"{dialect}: {total / max(1, runs) / 1e6:.2f} M instructions per run "
+                    f"(callgrind, {runs} runs)",
+                    flush=True,
+                )
 
             async def run_all() -> None:
                 ports = [free_port() for _ in range(count)]
-                async with servers(env, ports, args.cpu_cap) as processes:
+                async with servers(env, ports, args.cpu_cap, wrapper) as processes:
                     for index, n in enumerate(clients):
-                        last = index == len(clients) - 1
-                        if args.profile and last:
+                        watched = index == len(clients) - 1 and (args.profile or counting)
+                        if watched:  # warm up first: only the measured runs are watched
                             await drive(processes, agent_id, n, args.warmup)
-                            processes[0].process.send_signal(signal.SIGUSR1)
+                            watch_start(processes[0].process.pid)
                         times, seconds, cpu = await measure(
-                            processes,
-                            agent_id,
-                            n,
-                            args.turns,
-                            0 if args.profile and last else args.warmup,
+                            processes, agent_id, n, args.turns, 0 if watched else args.warmup
                         )
-                        if args.profile and last:
-                            processes[0].process.send_signal(signal.SIGUSR2)
-                            await asyncio.sleep(1)
+                        if watched:
+                            watch_stop(processes[0].process.pid, len(times.turn))
                         rows.append(Row(dialect, count, n, times, seconds, cpu))
                         print(" ".join(rows[-1].cells()), flush=True)
 
@@ -228,6 +251,11 @@ def main() -> None:
         help="hold each server process to this fraction of a core (a cgroup CPU quota)",
     )
     parser.add_argument("--profile", help="cProfile the server over the last row's runs")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count the server's instructions per run over the last row's runs (callgrind)",
+    )
     parser.add_argument(
         "--answer-chunks", type=int, default=4, help="the answer as N words, one chunk each"
     )

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -99,15 +99,26 @@ class ServerProcess:
 
 @asynccontextmanager
 async def servers(
-    env: dict[str, str], ports: list[int], cpu_cap: float | None = None
+    env: dict[str, str],
+    ports: list[int],
+    cpu_cap: float | None = None,
+    wrapper: Sequence[str] = (),
 ) -> AsyncIterator[list[ServerProcess]]:
     """Server processes sharing `env` (one per port), once all are healthy; with `cpu_cap`,
-    each held to that fraction of one core (`bench.cpu_cap`)."""
+    each held to that fraction of one core (`bench.cpu_cap`); `wrapper`: the command each
+    runs under (valgrind: `bench.turn.instructions`)."""
     started: list[ServerProcess] = []
     groups = []
     try:
         for port in ports:
-            command = [sys.executable, "-m", "uvicorn", "--factory", "bench.turn.server:create"]
+            command = [
+                *wrapper,
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--factory",
+                "bench.turn.server:create",
+            ]
             command += ["--host", "127.0.0.1", "--port", str(port), "--no-access-log"]
             command += ["--log-level", "warning"]
             process = subprocess.Popen(  # noqa: ASYNC220 - started once, before measuring

@@ -7,14 +7,16 @@ import asyncio
 from datetime import timedelta
 
 import httpx
-from sqlalchemy import event, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import Run, RunStatus, Thread, ThreadMessage
+from app.db.reads import reading
 from app.lib.time import utcnow
 from app.orchestrator import runs
 from app.threads.writer import create_message
 from tests.conftest import ApiUser, make_api_user
+from tests.support.statements import driver_statements, heads
 
 
 async def _claim(factory: async_sessionmaker[AsyncSession], owner: str, postgres: bool):
@@ -143,22 +145,17 @@ async def test_a_run_ends_with_its_answer_in_one_statement_and_a_lost_lease_is_t
             update(Run).where(Run.id == run.id).values(status="running", lease_owner=owner)
         )
     await db.commit()
-    statements: list[str] = []
-    engine = session_factory.kw["bind"].sync_engine
-
-    def seen(_conn, _cursor, statement: str, *_args) -> None:  # type: ignore[no-untyped-def]
-        statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", seen)
-    try:
-        async with session_factory() as session:
+    with driver_statements(session_factory.kw["bind"]) as statements:
+        async with reading(session_factory)() as session:  # as RunnerDeps.write_alone
             answer = {"role": "assistant", "content": "Done.", "run_id": held.id}
             ended = await runs.finish_run_with_answer(session, held.id, "me", thread.id, answer)
             await session.commit()
-    finally:
-        event.remove(engine, "before_cursor_execute", seen)
     assert ended is not None and ended.status == "completed" and ended.finished_at is not None
-    assert len(statements) == (1 if dialect == "postgresql" else 3)  # SQLite: bump, rows, run
+    if dialect == "postgresql":  # one statement, not even a BEGIN and COMMIT around it
+        assert heads(statements) == ["WITH"]
+    else:
+        bump, row, run = "UPDATE threads", "INSERT thread_messages", "UPDATE runs"
+        assert heads(statements) == ["BEGIN", bump, row, run, "COMMIT"]
 
     async with session_factory() as session:
         answer = {"role": "assistant", "content": "Too late.", "run_id": lost.id}

@@ -1,0 +1,210 @@
+"""Statements straight through the driver (app/db/direct.py), on both dialects: the same
+answers as SQLAlchemy's path without SQLAlchemy executing them, writes inside the
+session's transaction (kept on commit, gone on rollback), SQLAlchemy's own errors, and a
+PostgreSQL connection that failed under one not handed out again."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+from sqlalchemy import bindparam, event, func, insert, select, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.db import direct, sqlite_writers
+from app.db.errors import is_database_unavailable
+from app.db.models import Thread
+from app.db.reads import reading
+from app.lib.time import utcnow
+from app.threads import repository, writer
+from tests.conftest import ApiUser, make_api_user
+
+
+async def _thread(client: httpx.AsyncClient, user: ApiUser) -> uuid.UUID:
+    created = await client.post(
+        "/api/threads", json={"agent_id": str(user.agent.id)}, headers=user.headers
+    )
+    assert created.status_code == 201, created.text
+    return uuid.UUID(created.json()["id"])
+
+
+@contextmanager
+def sqlalchemy_executions(sessions: async_sessionmaker[AsyncSession]) -> Iterator[list[str]]:
+    """The statements SQLAlchemy's execution path ran meanwhile."""
+    executed: list[str] = []
+    engine = sessions.kw["bind"].sync_engine
+
+    def seen(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+        executed.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        yield executed
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+
+
+async def test_answers_as_sqlalchemy_does(
+    db: AsyncSession,
+    client: httpx.AsyncClient,
+    session_factory: async_sessionmaker[AsyncSession],
+) -> None:
+    owner, other = await make_api_user(db), await make_api_user(db)
+    thread_id = await _thread(client, owner)
+    await client.post(
+        f"/api/threads/{thread_id}/messages", json={"content": "hi"}, headers=owner.headers
+    )
+    cases = [
+        {"thread_id": thread_id, "owner_id": owner.user.id},  # found
+        {"thread_id": thread_id, "owner_id": other.user.id},  # another user's thread
+        {"thread_id": uuid.uuid4(), "owner_id": owner.user.id},  # no such thread
+    ]
+    for sessions in (session_factory, reading(session_factory)):
+        async with sessions() as session:
+            for params in cases:
+                expected = await session.scalar(repository.OWNED_LAST_SEQ, params)
+                got = await direct.scalar(session, repository.OWNED_LAST_SEQ, params)
+                assert got == expected, params
+    assert [c["owner_id"] == owner.user.id for c in cases] == [True, False, True]
+    async with session_factory() as session:
+        found = await direct.scalar(session, repository.OWNED_LAST_SEQ, cases[0])
+    assert found is not None and found >= 1  # the message bumped it
+
+
+async def test_reads_without_sqlalchemy_executing(
+    db: AsyncSession,
+    client: httpx.AsyncClient,
+    session_factory: async_sessionmaker[AsyncSession],
+) -> None:
+    owner = await make_api_user(db)
+    thread_id = await _thread(client, owner)
+    params = {"thread_id": thread_id, "owner_id": owner.user.id}
+    with sqlalchemy_executions(session_factory) as executed:
+        async with reading(session_factory)() as session:
+            value = await direct.scalar(session, repository.OWNED_LAST_SEQ, params)
+    assert value == 0
+    assert executed == []
+
+
+def _bump(thread_id: uuid.UUID) -> dict[str, object]:
+    return {"b_thread": thread_id, "b_seqs": 2, "b_messages": 1, "b_now": utcnow()}
+
+
+async def test_writes_in_the_sessions_transaction(
+    db: AsyncSession,
+    client: httpx.AsyncClient,
+    session_factory: async_sessionmaker[AsyncSession],
+) -> None:
+    owner = await make_api_user(db)
+    thread_id = await _thread(client, owner)
+    with sqlalchemy_executions(session_factory) as executed:
+        async with session_factory() as session:
+            outcome = await direct.execute(session, writer._BUMP, _bump(thread_id))
+            await session.rollback()
+        async with session_factory() as session:
+            kept = await direct.execute(session, writer._BUMP, _bump(thread_id))
+            await session.commit()
+    assert executed == []  # neither went through SQLAlchemy's execution
+    assert outcome.keys == ("last_seq", "message_count")
+    assert outcome.rows == [(2, 1)] and outcome.rowcount == 1
+    assert kept.rows == [(2, 1)]  # the rolled-back bump is gone
+    async with session_factory() as session:
+        stored = await session.get(Thread, thread_id)
+        assert stored is not None and (stored.last_seq, stored.message_count) == (2, 1)
+        missing = await direct.execute(session, writer._BUMP, _bump(uuid.uuid4()))
+        assert missing.rows == [] and missing.rowcount == 0
+
+
+async def test_values_come_back_as_sqlalchemy_gives_them(
+    db: AsyncSession, client: httpx.AsyncClient, session_factory: async_sessionmaker[AsyncSession]
+) -> None:
+    """Bind and result processing per column: UUIDs, timestamps with their zone, JSON."""
+    owner = await make_api_user(db)
+    thread_id = await _thread(client, owner)
+    statement = (
+        update(Thread)
+        .where(Thread.id == bindparam("b_id"))
+        .values(title=bindparam("b_title"), updated_at=bindparam("b_now"))
+        .returning(*Thread.__table__.c)
+    )
+    params = {"b_id": thread_id, "b_title": "Renamed", "b_now": utcnow()}
+    async with session_factory() as session:
+        got = (await direct.execute(session, statement, params)).mappings()
+        await session.rollback()
+    async with session_factory() as session:
+        expected = (await session.execute(statement, params)).mappings().all()
+        await session.rollback()
+    assert got == [dict(row) for row in expected]
+    assert isinstance(got[0]["id"], uuid.UUID) and got[0]["updated_at"].tzinfo is not None
+
+
+async def test_errors_are_sqlalchemys_and_the_session_rolls_back(
+    db: AsyncSession, client: httpx.AsyncClient, session_factory: async_sessionmaker[AsyncSession]
+) -> None:
+    owner = await make_api_user(db)
+    thread_id = await _thread(client, owner)
+    async with session_factory() as session:
+        row = {c.key: None for c in Thread.__table__.c}
+        row |= {"id": thread_id, "owner_id": owner.user.id, "agent_id": owner.agent.id}
+        row |= {"title": "twin", "last_seq": 0, "message_count": 0}
+        row |= {"last_activity_at": utcnow(), "created_at": utcnow(), "updated_at": utcnow()}
+        with pytest.raises(IntegrityError):  # the same id again
+            await direct.execute(session, insert(Thread.__table__), row)
+        await session.rollback()
+        assert await direct.scalar(session, select(func.count()).select_from(Thread), {}) >= 1
+
+
+async def test_statements_needing_sqlalchemy_at_run_time_are_refused(
+    db: AsyncSession,
+) -> None:
+    onupdate_left = update(Thread).where(Thread.id == bindparam("b_id")).values(title="x")
+    with pytest.raises(TypeError, match="updated_at"):
+        await direct.execute(db, onupdate_left, {"b_id": uuid.uuid4()})
+    expanding = select(Thread.id).where(Thread.id.in_(bindparam("ids", expanding=True)))
+    with pytest.raises(TypeError, match="expanding"):
+        await direct.execute(db, expanding, {"ids": [uuid.uuid4()]})
+
+
+async def test_a_second_writer_of_a_thread_waits_for_the_first(
+    db: AsyncSession,
+    client: httpx.AsyncClient,
+    session_factory: async_sessionmaker[AsyncSession],
+    dialect: str,
+) -> None:
+    """SQLite: in the process's write queue (app/db/sqlite_writers.py), as SQLAlchemy's
+    writes do; PostgreSQL: on the thread's row lock."""
+    owner = await make_api_user(db)
+    thread_id = await _thread(client, owner)
+    async with session_factory() as first, session_factory() as second:
+        await direct.execute(first, writer._BUMP, _bump(thread_id))
+        holds = sqlite_writers.has_written((await first.connection()).sync_connection)
+        assert holds is (True if dialect == "sqlite" else None)
+        waiting = asyncio.ensure_future(direct.execute(second, writer._BUMP, _bump(thread_id)))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # waiting its turn, not failing
+        await first.commit()
+        assert (await asyncio.wait_for(waiting, 5)).rows == [(4, 2)]
+        await second.commit()
+
+
+async def test_a_connection_lost_under_a_read_is_not_handed_out_again(
+    db: AsyncSession, session_factory: async_sessionmaker[AsyncSession], dialect: str
+) -> None:
+    if dialect != "postgresql":
+        pytest.skip("a server connection to lose: PostgreSQL's")
+    params = {"thread_id": uuid.uuid4(), "owner_id": uuid.uuid4()}
+    async with session_factory() as session:
+        pid = await session.scalar(text("SELECT pg_backend_pid()"))
+        await db.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        with pytest.raises(Exception) as raised:
+            await direct.scalar(session, repository.OWNED_LAST_SEQ, params)
+    assert is_database_unavailable(raised.value), repr(raised.value)
+    for _ in range(3):  # whichever pooled connection comes next works
+        async with session_factory() as session:
+            assert await direct.scalar(session, repository.OWNED_LAST_SEQ, params) is None
+            assert await session.scalar(text("SELECT pg_backend_pid()")) != pid
