@@ -120,6 +120,27 @@ async def test_writes_in_the_sessions_transaction(
         assert missing.rows == [] and missing.rowcount == 0
 
 
+async def test_one_session_commits_then_rolls_back_its_next_transaction(
+    db: AsyncSession,
+    client: httpx.AsyncClient,
+    session_factory: async_sessionmaker[AsyncSession],
+) -> None:
+    """The connection a session's transaction used is kept for its next statements, and
+    only for them: after a commit the next statement is in a new transaction."""
+    owner = await make_api_user(db)
+    thread_id = await _thread(client, owner)
+    async with session_factory() as session:
+        await direct.execute(session, writer._BUMP, _bump(thread_id))
+        second = await direct.execute(session, writer._BUMP, _bump(thread_id))
+        await session.commit()
+        third = await direct.execute(session, writer._BUMP, _bump(thread_id))
+        await session.rollback()
+    assert (second.rows, third.rows) == ([(4, 2)], [(6, 3)])
+    async with session_factory() as session:
+        stored = select(Thread.last_seq).where(Thread.id == bindparam("id"))
+        assert await direct.scalar(session, stored, {"id": thread_id}) == 4
+
+
 async def test_values_come_back_as_sqlalchemy_gives_them(
     db: AsyncSession, client: httpx.AsyncClient, session_factory: async_sessionmaker[AsyncSession]
 ) -> None:

@@ -14,7 +14,7 @@ a row it holds already, as `populate_existing` would).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
@@ -78,6 +78,28 @@ def adopt_rows(session: AsyncSession, model: type[T], rows: Iterable[Mapping[str
             instance = held  # type: ignore[assignment]
         adopted.append(instance)
     return adopted
+
+
+def joined_columns(*models: type[Base]) -> list[Column[Any]]:
+    """Every column of each model's table in turn: a Core select of several entities
+    whose rows `adopt_joined` turns into instances (an ORM select of them costs several
+    times as much to load)."""
+    return [column for model in models for column in model.__mapper__.local_table.c]
+
+
+def adopt_joined(
+    session: AsyncSession, models: Sequence[type[Base]], row: Sequence[Any]
+) -> list[Base]:
+    """One instance per model from a row of `joined_columns(*models)`, attached as
+    `adopt_rows` attaches them."""
+    instances: list[Base] = []
+    start = 0
+    for model in models:
+        keys = [column.key for column in model.__mapper__.local_table.c]
+        values = dict(zip(keys, row[start : start + len(keys)], strict=True))
+        instances.extend(adopt_rows(session, model, [values]))
+        start += len(keys)
+    return instances
 
 
 # (column key, attribute, scalar default, callable default) per column

@@ -205,7 +205,9 @@ class OneTripConnection(AsyncAdapt_aiosqlite_connection):
         return outcome
 
     def _here(self, function: Any, *args: Any) -> Any:
-        if self._idle_ms is not None:
+        # looked at on the first statement, not the first write: a connection that only
+        # reads idles at 0 too (no PRAGMAs around each read)
+        if self._writes_are_light():
             return _unless_waiting(self.sqlite, function, *args)
         with _not_waiting(self.sqlite):
             return _unless_waiting(self.sqlite, function, *args)

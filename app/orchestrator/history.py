@@ -18,6 +18,7 @@ from uuid import UUID
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import direct
 from app.db.models import ThreadMessage
 from app.threads.activity import INTERRUPTED, failure_content
 
@@ -120,7 +121,7 @@ def to_model_messages(
 async def load_history(
     session: AsyncSession, thread_id: UUID, system_prompt: str | None, run_id: UUID | None = None
 ) -> list[dict[str, Any]]:
-    rows: Sequence[Any] = (await session.execute(_LATEST, {"thread_id": thread_id})).all()
+    rows: Sequence[Any] = (await direct.execute(session, _LATEST, {"thread_id": thread_id})).rows
     messages = to_model_messages(rows, run_id)
     while messages and messages[0]["role"] == "tool":
         messages.pop(0)  # the read window cut a turn in half

@@ -165,7 +165,7 @@ class _Target:
     params: dict[str, Any]
     optional: dict[str, Any]
     url: str
-    body: dict[str, Any]  # the request body without its messages
+    body: dict[str, Any]  # the request body without its messages, each value encoded
 
 
 @lru_cache(maxsize=64)
@@ -209,7 +209,10 @@ def _target(
     )
     body = config.transform_request(model, [], dict(optional), dict(params), {})
     body.pop("messages", None)
-    return _Target(model, provider, config, key, base, params, optional, url, body)
+    # encoded once: a call's body then encodes only its messages (the tools' schemas were
+    # most of the bytes encoded per call)
+    static = {name: msgspec.Raw(_encode(value)) for name, value in body.items()}
+    return _Target(model, provider, config, key, base, params, optional, url, static)
 
 
 # -- errors: litellm's types, as its own HTTP handler raises them ------------------------

@@ -14,7 +14,7 @@ from sqlalchemy import Select, bindparam, exists, select
 from app.agents.repository import visible_to
 from app.db.models import Agent, Run, Thread, ThreadMessage, User
 from app.db.models.run import ACTIVE_RUN_STATUSES
-from app.db.rows import insert_where
+from app.db.rows import insert_where, joined_columns
 
 
 # -- threads ------------------------------------------------------------------------------
@@ -33,9 +33,13 @@ _threads = Thread.__table__
 OWNED_LAST_SEQ = select(_threads.c.last_seq).where(
     _threads.c.id == bindparam("thread_id"), _threads.c.owner_id == bindparam("owner_id")
 )
-OWNED_THREAD_AND_AGENT_TYPE = owned_thread(
-    bindparam("thread_id"), bindparam("owner_id"), Thread, Agent.agent_type
-).join(Agent, Agent.id == Thread.agent_id)
+_agents = Agent.__table__
+# Core, its rows made instances by app/db/rows.py's adopt_joined: (Thread, agent_type)
+OWNED_THREAD_AND_AGENT_TYPE = (
+    select(*joined_columns(Thread), _agents.c.agent_type)
+    .join(_agents, _agents.c.id == _threads.c.agent_id)
+    .where(_threads.c.id == bindparam("thread_id"), _threads.c.owner_id == bindparam("owner_id"))
+)
 
 
 # A new thread, if its agent is visible to its owner (params `agent_id`, `user_id`): the
@@ -82,34 +86,27 @@ def run_triggered_by(message_id: Any) -> Select[Any]:
     return select(Run).where(Run.trigger_message_id == message_id)
 
 
-def run_context(thread_id: Any, agent_id: Any) -> Select[Any]:
-    """(Thread, Agent, owner User) a run works with."""
-    return (
-        select(Thread, Agent, User)
-        .select_from(Thread)
-        .join(Agent, Agent.id == agent_id)
-        .join(User, User.id == Thread.owner_id)
-        .where(Thread.id == thread_id)
+RUN_CONTEXT_MODELS = (Thread, Agent, User)
+# (Thread, Agent, owner User) a run works with; Core, rows made instances by adopt_joined
+RUN_CONTEXT = (
+    select(*joined_columns(*RUN_CONTEXT_MODELS))
+    .select_from(_threads)
+    .join(_agents, _agents.c.id == bindparam("agent_id"))
+    .join(User.__table__, User.__table__.c.id == _threads.c.owner_id)
+    .where(_threads.c.id == bindparam("thread_id"))
+)
+
+
+# Core (rows made instances by adopt_rows), as the run reads it
+SPECIALISTS = (
+    select(*_agents.c)
+    .where(
+        _agents.c.owner_id == bindparam("owner_id"),
+        _agents.c.agent_type == "specialist",
+        _agents.c.id != bindparam("agent_id"),
     )
-
-
-RUN_CONTEXT = run_context(bindparam("thread_id"), bindparam("agent_id"))
-
-
-def specialists(owner_id: Any, except_agent_id: Any) -> Select[Any]:
-    """The owner's specialist agents (delegation targets) other than the run's, by name."""
-    return (
-        select(Agent)
-        .where(
-            Agent.owner_id == owner_id,
-            Agent.agent_type == "specialist",
-            Agent.id != except_agent_id,
-        )
-        .order_by(Agent.name)
-    )
-
-
-SPECIALISTS = specialists(bindparam("owner_id"), bindparam("agent_id"))
+    .order_by(_agents.c.name)
+)
 
 
 # -- messages -----------------------------------------------------------------------------

@@ -7,8 +7,9 @@ from uuid import UUID
 from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import direct
 from app.db.models import Thread, User
-from app.db.rows import insert_new_if
+from app.db.rows import adopt_joined, insert_new_if
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
@@ -36,10 +37,11 @@ async def get_owned_thread_for_post(
     """The caller's thread and its agent's type (whether it refuses double texting), in
     one query; any other id answers 404."""
     params = {"thread_id": thread_id, "owner_id": user.id}
-    row = (await session.execute(repository.OWNED_THREAD_AND_AGENT_TYPE, params)).first()
+    row = (await direct.execute(session, repository.OWNED_THREAD_AND_AGENT_TYPE, params)).first()
     if row is None:
         raise ProblemException(404, "Thread not found.")
-    return row[0], row[1]
+    [thread] = adopt_joined(session, [Thread], row)
+    return thread, row[-1]
 
 
 async def active_run_id(session: AsyncSession, thread_id: UUID) -> UUID | None:

@@ -89,3 +89,17 @@ def test_the_budget_is_split_between_the_app_and_the_runner_on_postgresql() -> N
     assert _split(replace(postgres, runner_enabled=False)) == (20, 0)
     sqlite = Settings(database_url="sqlite+aiosqlite:///x.sqlite3", database_max_connections=5)
     assert _split(sqlite) == (5, 0)
+
+
+async def test_the_connection_used_last_is_handed_out_first(settings: Settings) -> None:
+    """Its caches are warm (prepared statements, pages): a queue would rotate through
+    every pooled connection and prepare each statement on each of them again."""
+    budget = replace(settings, database_max_connections=4)
+    async with serving(budget) as (engine, _client):
+        first, second = await engine.connect(), await engine.connect()
+        ids = [id((await c.get_raw_connection()).dbapi_connection) for c in (first, second)]
+        await first.close()
+        await second.close()
+        for _ in range(3):  # `second` went back last: it comes out each time
+            async with engine.connect() as again:
+                assert id((await again.get_raw_connection()).dbapi_connection) == ids[1]

@@ -8,12 +8,14 @@ from __future__ import annotations
 from uuid import uuid4
 
 from sqlalchemy import Integer, String, bindparam, exists, inspect, select, text, update
-from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from app.db.models import Agent, Run, Task, Thread
-from app.db.rows import adopt_rows, insert_new, insert_new_if, insert_where
+from app.db import direct
+from app.db.models import Agent, Run, Task, Thread, User
+from app.db.rows import adopt_joined, adopt_rows, insert_new, insert_new_if, insert_where
 from app.lib.time import utcnow
+from app.threads import repository
 from tests.conftest import ApiUser
 
 
@@ -104,6 +106,34 @@ async def test_adopted_rows_are_attached_and_held_ones_updated(
     assert await db.scalar(select(Task.notes).where(Task.id == other.id)) == (
         "tracked like any loaded row"
     )
+
+
+async def test_joined_rows_become_the_instances_an_orm_select_loads(
+    db: AsyncSession, session_factory: async_sessionmaker[AsyncSession], alice: ApiUser
+) -> None:
+    new = Thread(owner_id=alice.user.id, agent_id=alice.agent.id, last_activity_at=utcnow())
+    thread = await insert_new(db, new)
+    await db.commit()
+    params = {"thread_id": thread.id, "agent_id": alice.agent.id}
+    async with session_factory() as session:
+        row = (await direct.execute(session, repository.RUN_CONTEXT, params)).first()
+        adopted = adopt_joined(session, repository.RUN_CONTEXT_MODELS, row)
+        assert [type(instance) for instance in adopted] == [Thread, Agent, User]
+        assert all(inspect(i).persistent and not inspect(i).modified for i in adopted)
+        assert adopted[0] is await session.get(Thread, thread.id)  # the session's own
+    async with session_factory() as session:
+        loaded = (
+            await session.execute(
+                select(Thread, Agent, User)
+                .select_from(Thread)
+                .join(Agent, Agent.id == alice.agent.id)
+                .join(User, User.id == Thread.owner_id)
+                .where(Thread.id == thread.id)
+            )
+        ).one()
+    for mine, orm in zip(adopted, loaded, strict=True):
+        names = [attribute.key for attribute in mine.__mapper__.column_attrs]
+        assert {n: getattr(mine, n) for n in names} == {n: getattr(orm, n) for n in names}
 
 
 class _Other(DeclarativeBase):
