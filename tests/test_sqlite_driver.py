@@ -17,11 +17,12 @@ from typing import Any
 
 import aiosqlite
 import pytest
-from sqlalchemy import text
+from sqlalchemy import bindparam, column, insert, text
+from sqlalchemy import table as table_
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
 
-from app.db import sqlite_checkpoints
+from app.db import direct, sqlite_checkpoints
 from app.db.config import BUSY_TIMEOUT_SECONDS, install_sqlite_pragmas
 from app.db.sqlite_driver import OneTripDialect
 
@@ -332,3 +333,26 @@ async def test_a_forked_worker_checkpoints_on_a_thread_of_its_own(
     child.start()
     await asyncio.to_thread(child.join, 10)
     assert child.exitcode == 0
+
+
+async def test_a_direct_statement_that_would_wait_waits_on_the_thread(
+    wal_engine: AsyncEngine, tmp_path: Path, trips: list[str]
+) -> None:
+    """app/db/direct.py: a write that finds the lock taken by another process goes
+    through SQLAlchemy to the thread, which waits its turn; its rows read as the loop's."""
+    table = table_("t", column("id"), column("v"))
+    insert_v = insert(table).values(v=bindparam("b_v")).returning(table.c.v)
+    holder = sqlite3.connect(tmp_path / "w.sqlite3", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO t (v) VALUES ('first')")
+    asyncio.get_running_loop().call_later(0.3, holder.execute, "COMMIT")
+    async with AsyncSession(wal_engine) as session:
+        outcome = await direct.execute(session, insert_v, {"b_v": "second"})
+        await session.commit()
+    holder.close()
+    assert "_execute" in trips  # it went to the thread
+    assert outcome.rows[0].v == outcome.rows[0][0] == "second"
+    async with AsyncSession(wal_engine) as session:
+        here = await direct.execute(session, insert_v, {"b_v": "third"})  # on the loop
+        await session.commit()
+    assert here.rows[0].v == "third" and trips.count("_execute") == 1

@@ -146,6 +146,13 @@ async def scalar(session: AsyncSession, statement: Executable, params: Mapping[s
     return None if row is None else row[0]
 
 
+async def flush_pending(session: AsyncSession) -> None:
+    """What the session holds unwritten goes first (as autoflush would before a query):
+    a Core statement after it may depend on those rows."""
+    if session.new or session.dirty or session.deleted:
+        await session.flush()
+
+
 async def _asyncpg(adapted: Any, compiled: _Compiled, arguments: list[Any]) -> Outcome:
     """Through SQLAlchemy's asyncpg adapter: its transaction start, its prepared-statement
     cache and its error translation, without the engine around them."""
@@ -160,8 +167,8 @@ async def _through_sqlalchemy(
     result = await connection.execute(statement, dict(params))
     if not result.returns_rows:
         return Outcome((), [], result.rowcount)
-    keys = tuple(result.keys())
-    return Outcome(keys, [tuple(row) for row in result.all()], result.rowcount)
+    rows = list(result.all())  # SQLAlchemy's rows: by position, or by key as attributes
+    return Outcome(tuple(result.keys()), rows, result.rowcount)
 
 
 def _failed(
@@ -220,13 +227,6 @@ def _compile(statement: Executable, dialect: Dialect) -> _Compiled:
     )
     _compiled[key] = (statement, result)  # the statement kept: its id stays its own
     return result
-
-
-async def flush_pending(session: AsyncSession) -> None:
-    """What the session holds unwritten goes first (as autoflush would before a query):
-    a Core statement after it may depend on those rows."""
-    if session.new or session.dirty or session.deleted:
-        await session.flush()
 
 
 def _refuse_run_time_work(compiled: SQLCompiler, statement: Executable) -> None:
