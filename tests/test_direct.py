@@ -23,6 +23,7 @@ from app.db.reads import reading
 from app.lib.time import utcnow
 from app.threads import repository, writer
 from tests.conftest import ApiUser, make_api_user
+from tests.support.statements import driver_statements, heads
 
 
 async def _thread(client: httpx.AsyncClient, user: ApiUser) -> uuid.UUID:
@@ -89,6 +90,26 @@ async def test_reads_without_sqlalchemy_executing(
             value = await direct.scalar(session, repository.OWNED_LAST_SEQ, params)
     assert value == 0
     assert executed == []
+
+
+async def test_a_read_alone_takes_a_connection_of_its_own_and_gives_it_back(
+    db: AsyncSession,
+    client: httpx.AsyncClient,
+    session_factory: async_sessionmaker[AsyncSession],
+) -> None:
+    """No session, and on PostgreSQL no BEGIN/ROLLBACK around it: the one statement."""
+    owner = await make_api_user(db)
+    thread_id = await _thread(client, owner)
+    engine = session_factory.kw["bind"]
+    params = {"thread_id": thread_id, "owner_id": owner.user.id}
+    in_use = engine.sync_engine.pool.checkedout()
+    with driver_statements(engine) as seen:
+        alone = await direct.read_alone(engine, repository.OWNED_LAST_SEQ, params)
+    async with session_factory() as session:
+        expected = await session.scalar(repository.OWNED_LAST_SEQ, params)
+    assert alone.rows == [(expected,)] and alone.rows[0].last_seq == 0
+    assert heads(seen) == ["SELECT"]
+    assert engine.sync_engine.pool.checkedout() == in_use  # given back
 
 
 def _bump(thread_id: uuid.UUID) -> dict[str, object]:

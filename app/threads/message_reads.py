@@ -16,7 +16,7 @@ from uuid import UUID
 import msgspec
 from litestar.serialization import encode_json
 from sqlalchemy import Select, Text, bindparam, cast, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.db import direct
 from app.db.models import Thread, ThreadMessage, User
@@ -165,7 +165,10 @@ async def latest_page_json(
     """The latest page, encoded: one indexed lookup (ownership and last_seq) and, when
     the thread changed since it was last read, the page query."""
     params = {"thread_id": thread_id, "owner_id": user.id}
-    last_seq = await direct.scalar(session, repository.OWNED_LAST_SEQ, params)
+    bind = session.bind
+    assert isinstance(bind, AsyncEngine)
+    owned = (await direct.read_alone(bind, repository.OWNED_LAST_SEQ, params)).first()
+    last_seq = None if owned is None else owned[0]
     if last_seq is None:
         raise ProblemException(404, "Thread not found.")
     cached = latest_pages.get(thread_id, limit, last_seq)
