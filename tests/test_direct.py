@@ -78,12 +78,10 @@ async def test_answers_as_sqlalchemy_does(
 
 
 async def test_reads_without_sqlalchemy_executing(
-    db: AsyncSession,
-    client: httpx.AsyncClient,
+    owned: tuple[ApiUser, uuid.UUID],
     session_factory: async_sessionmaker[AsyncSession],
 ) -> None:
-    owner = await make_api_user(db)
-    thread_id = await _thread(client, owner)
+    owner, thread_id = owned
     params = {"thread_id": thread_id, "owner_id": owner.user.id}
     with sqlalchemy_executions(session_factory) as executed:
         async with reading(session_factory)() as session:
@@ -93,13 +91,11 @@ async def test_reads_without_sqlalchemy_executing(
 
 
 async def test_a_read_alone_takes_a_connection_of_its_own_and_gives_it_back(
-    db: AsyncSession,
-    client: httpx.AsyncClient,
+    owned: tuple[ApiUser, uuid.UUID],
     session_factory: async_sessionmaker[AsyncSession],
 ) -> None:
     """No session, and on PostgreSQL no BEGIN/ROLLBACK around it: the one statement."""
-    owner = await make_api_user(db)
-    thread_id = await _thread(client, owner)
+    owner, thread_id = owned
     engine = session_factory.kw["bind"]
     params = {"thread_id": thread_id, "owner_id": owner.user.id}
     in_use = engine.sync_engine.pool.checkedout()
@@ -112,17 +108,22 @@ async def test_a_read_alone_takes_a_connection_of_its_own_and_gives_it_back(
     assert engine.sync_engine.pool.checkedout() == in_use  # given back
 
 
+@pytest.fixture
+async def owned(db: AsyncSession, client: httpx.AsyncClient) -> tuple[ApiUser, uuid.UUID]:
+    """A user and a thread of theirs (created over the API)."""
+    owner = await make_api_user(db)
+    return owner, await _thread(client, owner)
+
+
 def _bump(thread_id: uuid.UUID) -> dict[str, object]:
     return {"b_thread": thread_id, "b_seqs": 2, "b_messages": 1, "b_now": utcnow()}
 
 
 async def test_writes_in_the_sessions_transaction(
-    db: AsyncSession,
-    client: httpx.AsyncClient,
+    owned: tuple[ApiUser, uuid.UUID],
     session_factory: async_sessionmaker[AsyncSession],
 ) -> None:
-    owner = await make_api_user(db)
-    thread_id = await _thread(client, owner)
+    _owner, thread_id = owned
     with sqlalchemy_executions(session_factory) as executed:
         async with session_factory() as session:
             outcome = await direct.execute(session, writer._BUMP, _bump(thread_id))
@@ -142,14 +143,12 @@ async def test_writes_in_the_sessions_transaction(
 
 
 async def test_one_session_commits_then_rolls_back_its_next_transaction(
-    db: AsyncSession,
-    client: httpx.AsyncClient,
+    owned: tuple[ApiUser, uuid.UUID],
     session_factory: async_sessionmaker[AsyncSession],
 ) -> None:
     """The connection a session's transaction used is kept for its next statements, and
     only for them: after a commit the next statement is in a new transaction."""
-    owner = await make_api_user(db)
-    thread_id = await _thread(client, owner)
+    _owner, thread_id = owned
     async with session_factory() as session:
         await direct.execute(session, writer._BUMP, _bump(thread_id))
         second = await direct.execute(session, writer._BUMP, _bump(thread_id))
@@ -163,11 +162,10 @@ async def test_one_session_commits_then_rolls_back_its_next_transaction(
 
 
 async def test_values_come_back_as_sqlalchemy_gives_them(
-    db: AsyncSession, client: httpx.AsyncClient, session_factory: async_sessionmaker[AsyncSession]
+    owned: tuple[ApiUser, uuid.UUID], session_factory: async_sessionmaker[AsyncSession]
 ) -> None:
     """Bind and result processing per column: UUIDs, timestamps with their zone, JSON."""
-    owner = await make_api_user(db)
-    thread_id = await _thread(client, owner)
+    _owner, thread_id = owned
     statement = (
         update(Thread)
         .where(Thread.id == bindparam("b_id"))
@@ -186,10 +184,9 @@ async def test_values_come_back_as_sqlalchemy_gives_them(
 
 
 async def test_errors_are_sqlalchemys_and_the_session_rolls_back(
-    db: AsyncSession, client: httpx.AsyncClient, session_factory: async_sessionmaker[AsyncSession]
+    owned: tuple[ApiUser, uuid.UUID], session_factory: async_sessionmaker[AsyncSession]
 ) -> None:
-    owner = await make_api_user(db)
-    thread_id = await _thread(client, owner)
+    owner, thread_id = owned
     async with session_factory() as session:
         row = {c.key: None for c in Thread.__table__.c}
         row |= {"id": thread_id, "owner_id": owner.user.id, "agent_id": owner.agent.id}
@@ -213,15 +210,14 @@ async def test_statements_needing_sqlalchemy_at_run_time_are_refused(
 
 
 async def test_a_second_writer_of_a_thread_waits_for_the_first(
+    owned: tuple[ApiUser, uuid.UUID],
     db: AsyncSession,
-    client: httpx.AsyncClient,
     session_factory: async_sessionmaker[AsyncSession],
     dialect: str,
 ) -> None:
     """SQLite: in the process's write queue (app/db/sqlite_writers.py), as SQLAlchemy's
     writes do; PostgreSQL: on the thread's row lock."""
-    owner = await make_api_user(db)
-    thread_id = await _thread(client, owner)
+    _owner, thread_id = owned
     async with session_factory() as first, session_factory() as second:
         await direct.execute(first, writer._BUMP, _bump(thread_id))
         holds = sqlite_writers.has_written((await first.connection()).sync_connection)

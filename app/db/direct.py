@@ -38,7 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import Executable
 
-from app.db import sqlite_driver, sqlite_writers
+from app.db import reads, sqlite_driver, sqlite_writers
 
 _Processor = Callable[[Any], Any] | None
 
@@ -110,7 +110,7 @@ async def read_alone(
     """A read on a pooled connection of its own, outside any session and (on PostgreSQL)
     any transaction: ~60-90 us of CPU less than through a session, for a request whose
     one read is all its database work (the latest page, when its cache is current)."""
-    async with _autocommit(engine).connect() as connection:
+    async with reads.autocommit(engine).connect() as connection:
         raw = await connection.get_raw_connection()
         return await _run(connection, raw, statement, params)
 
@@ -142,19 +142,6 @@ async def _run(
 _connections: weakref.WeakKeyDictionary[Any, tuple[AsyncConnection, Any]] = (
     weakref.WeakKeyDictionary()
 )
-
-
-_autocommits: weakref.WeakKeyDictionary[AsyncEngine, AsyncEngine] = weakref.WeakKeyDictionary()
-
-
-def _autocommit(engine: AsyncEngine) -> AsyncEngine:
-    """PostgreSQL: the engine's AUTOCOMMIT twin (same pool): no BEGIN, no ROLLBACK."""
-    if engine.dialect.name != "postgresql":
-        return engine
-    twin = _autocommits.get(engine)
-    if twin is None:
-        twin = _autocommits[engine] = engine.execution_options(isolation_level="AUTOCOMMIT")
-    return twin
 
 
 async def _connection(session: AsyncSession) -> tuple[AsyncConnection, Any]:

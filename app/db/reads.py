@@ -14,6 +14,8 @@ switching a connection's mode would cost two thread hops.
 
 from __future__ import annotations
 
+import weakref
+
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 _READS_ONLY = "reads_only"
@@ -26,8 +28,23 @@ def reading(sessions: async_sessionmaker[AsyncSession]) -> async_sessionmaker[As
         return sessions
     options = {key: value for key, value in sessions.kw.items() if key != "bind"}
     options["info"] = {**options.get("info", {}), _READS_ONLY: True}
-    autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")  # same pool
-    return async_sessionmaker(autocommit, class_=sessions.class_, **options)
+    return async_sessionmaker(autocommit(engine), class_=sessions.class_, **options)
+
+
+_twins: weakref.WeakKeyDictionary[AsyncEngine, AsyncEngine] = weakref.WeakKeyDictionary()
+
+
+def autocommit(engine: AsyncEngine) -> AsyncEngine:
+    """PostgreSQL: the engine's AUTOCOMMIT twin (same pool; built once), for connections
+    that only read (app/db/direct.py's `read_alone`); other engines as they are."""
+    if engine.dialect.name != "postgresql":
+        return engine
+    if engine.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+        return engine  # a twin already (a reading session's bind)
+    twin = _twins.get(engine)
+    if twin is None:
+        twin = _twins[engine] = engine.execution_options(isolation_level="AUTOCOMMIT")
+    return twin
 
 
 def runs_statements_alone(session: AsyncSession) -> bool:
@@ -35,4 +52,4 @@ def runs_statements_alone(session: AsyncSession) -> bool:
     return bool(session.info.get(_READS_ONLY))
 
 
-__all__ = ("reading", "runs_statements_alone")
+__all__ = ("autocommit", "reading", "runs_statements_alone")
