@@ -108,6 +108,46 @@ async def test_a_read_alone_takes_a_connection_of_its_own_and_gives_it_back(
     assert engine.sync_engine.pool.checkedout() == in_use  # given back
 
 
+async def test_a_read_alone_leaves_its_connection_transactional(
+    owned: tuple[ApiUser, uuid.UUID],
+    session_factory: async_sessionmaker[AsyncSession],
+) -> None:
+    """Its autocommit is its own: the session that takes the connection next (the pool
+    hands out the one used last) still rolls back what it wrote."""
+    owner, thread_id = owned
+    engine = session_factory.kw["bind"]
+    params = {"thread_id": thread_id, "owner_id": owner.user.id}
+    for _ in range(3):
+        await direct.read_alone(engine, repository.OWNED_LAST_SEQ, params)
+        async with session_factory() as session:
+            await direct.execute(session, writer._BUMP, _bump(thread_id))
+            await session.rollback()
+    alone = await direct.read_alone(engine, repository.OWNED_LAST_SEQ, params)
+    assert alone.rows[0].last_seq == 0
+
+
+async def test_a_connection_lost_under_a_read_alone_is_not_handed_out_again(
+    db: AsyncSession, session_factory: async_sessionmaker[AsyncSession], dialect: str
+) -> None:
+    if dialect != "postgresql":
+        pytest.skip("a server connection to lose: PostgreSQL's")
+    engine = session_factory.kw["bind"]
+    params = {"thread_id": uuid.uuid4(), "owner_id": uuid.uuid4()}
+    await db.execute(text("SELECT 1"))  # db holds a connection of its own from here
+    raw = await engine.raw_connection()
+    pid = await raw.driver_connection.fetchval("SELECT pg_backend_pid()")
+    raw.close()  # the pool's last used: the next read takes it
+    await db.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    with pytest.raises(Exception) as raised:
+        await direct.read_alone(engine, repository.OWNED_LAST_SEQ, params)
+    assert is_database_unavailable(raised.value), repr(raised.value)
+    for _ in range(3):  # whichever pooled connection comes next works
+        assert (await direct.read_alone(engine, repository.OWNED_LAST_SEQ, params)).rows == []
+    raw = await engine.raw_connection()
+    assert await raw.driver_connection.fetchval("SELECT pg_backend_pid()") != pid
+    raw.close()
+
+
 @pytest.fixture
 async def owned(db: AsyncSession, client: httpx.AsyncClient) -> tuple[ApiUser, uuid.UUID]:
     """A user and a thread of theirs (created over the API)."""

@@ -101,8 +101,10 @@ def session_dependency(config: SQLAlchemyAsyncConfig) -> Provide:
         finally:
             # Give the connection back before the response is sent (the pool is the
             # process's connection budget); the plugin's before-send hook closes it again,
-            # which is a no-op.
-            await session.close()
+            # which is a no-op. A session outside any transaction holds no connection:
+            # closing it would only cost a greenlet hop.
+            if session.in_transaction():
+                await session.close()
 
     return Provide(provide_db_session)
 
