@@ -5,6 +5,7 @@ answer."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import subprocess
 import sys
 import time
@@ -41,6 +42,15 @@ async def add_user_with_agent(
     return user, agent
 
 
+def freeze_heap() -> None:
+    """Keep what this benchmark process holds so far (its imports: SQLAlchemy, the app)
+    out of full garbage collections, as the server does (app/lib/heap.py). Otherwise one
+    full collection, ~100 ms here, pauses the client's or the fake model's loop
+    mid-measurement, and the pause is counted as the server's. Call it before measuring."""
+    gc.collect()
+    gc.freeze()
+
+
 def start_url_process(module: str) -> tuple[subprocess.Popen[str], str]:
     """`python -m module` (a fake model server): the process and the base URL it prints
     first. It runs until its stdin is closed."""
@@ -59,6 +69,7 @@ async def serve_until_stdin_closes(llm: FakeLLM) -> None:
     """The fake model's side of `start_url_process`: print its base URL, serve until the
     benchmark closes our stdin."""
     async with llm:
+        freeze_heap()
         print(llm.base_url, flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bench.common import start_url_process
+from bench.common import freeze_heap, start_url_process
 from bench.langgraph.client import LangGraphClient, verify
 from bench.langgraph.server import LangGraphServer, langgraph_server
 from bench.rest.__main__ import free_port
@@ -119,6 +119,7 @@ async def drive_clients(
     """`clients` clients (`client(i)`) sharing `turns` turns, all at once."""
     times = TurnTimes()
     per_client = max(1, turns // clients)
+    freeze_heap()
     started = time.perf_counter()
     await asyncio.gather(*(client(i).run(per_client, times) for i in range(clients)))
     return times, time.perf_counter() - started

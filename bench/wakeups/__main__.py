@@ -31,7 +31,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from websockets.asyncio.client import ClientConnection, connect
 
-from bench.common import start_url_process
+from bench.common import freeze_heap, start_url_process
 from bench.rest.__main__ import free_port
 from bench.turn.__main__ import REDIS_URL, stop_model
 from bench.turn.server import ServerProcess, server_env, servers
@@ -96,6 +96,11 @@ async def start_run(
     return thread_id, posted.raise_for_status().json()["run"]["id"]
 
 
+async def unsubscribe(frames: Frames, thread_id: str) -> None:
+    """As an app leaving the thread: a socket holds at most `ws_max_subscriptions`."""
+    await frames.ws.send(msgspec.json.encode({"type": "unsubscribe", "thread_id": thread_id}))
+
+
 async def cancel_round(
     a: httpx.AsyncClient, b: httpx.AsyncClient, frames: Frames, agent_id: str
 ) -> tuple[float, str]:
@@ -105,7 +110,9 @@ async def cancel_round(
     started = time.perf_counter()
     (await a.post(f"/api/threads/{thread_id}/runs/{run_id}/cancel")).raise_for_status()
     await frames.wait(run_frame(run_id, "cancelled"))
-    return time.perf_counter() - started, run_id
+    elapsed = time.perf_counter() - started
+    await unsubscribe(frames, thread_id)
+    return elapsed, run_id
 
 
 async def approval_round(
@@ -120,6 +127,7 @@ async def approval_round(
     await frames.wait(cell_frame(("success", "failure"), message_id))
     elapsed = time.perf_counter() - started
     await frames.wait(run_frame(run_id, "completed"))
+    await unsubscribe(frames, thread_id)
     return elapsed, run_id
 
 
@@ -142,6 +150,7 @@ async def measure(
                 times, on_b = [], 0
                 for _ in range(3):  # warm-up
                     await one_round(a, b, frames, agent_id)
+                freeze_heap()
                 for _ in range(rounds):
                     elapsed, run_id = await one_round(a, b, frames, agent_id)
                     times.append(elapsed)
@@ -166,7 +175,8 @@ def bench(transport: str, rounds: int) -> None:
     try:
         with database("postgresql") as (url, agent_id):
             redis = REDIS_URL if transport == "redis" else ""
-            env = server_env(url, model_url, REDIS_URL=redis)
+            # One socket carries every round (two frames each): past the default 20/s.
+            env = server_env(url, model_url, REDIS_URL=redis, WS_FRAME_RATE="1000")
 
             async def run_all() -> dict[str, tuple[list[float], int]]:
                 async with servers(env, [free_port(), free_port()]) as processes:
