@@ -12,7 +12,8 @@ errors), SQLite on the event loop's thread (app/db/sqlite_driver.py: `run_here`,
 the process's write queue, app/db/sqlite_writers.py). Other drivers, and a SQLite
 statement that would wait for a lock, take SQLAlchemy's path.
 
-The connection is the session's as usual (same pool, same transaction). What differs
+The connection is the session's as usual (same pool, same transaction), except for
+`read_alone`: a pooled connection of its own, outside any session. What differs
 from `session.execute`: no autoflush beyond what the session holds unwritten
 (`flush_pending` runs first), no ORM results (rows of values; callers attach instances
 with app/db/rows.py) and no engine events. A statement must not need SQLAlchemy at run
