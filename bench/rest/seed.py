@@ -17,7 +17,7 @@ MESSAGES = 50
 TOKEN = "tc_bench_token_not_secret"
 
 
-def _activity(i: int) -> dict:
+def finished_cell(i: int) -> dict:
     now = utcnow().isoformat()
     return {
         "id": f"call_{i:04d}",
@@ -64,7 +64,7 @@ async def seed(database_url: str) -> UUID:
                         session,
                         thread.id,
                         role="tool",
-                        tool_activity=_activity(i),
+                        tool_activity=finished_cell(i),
                         tool_call_id=f"call_{i:04d}",
                     )
             await session.commit()

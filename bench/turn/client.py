@@ -24,8 +24,9 @@ class TurnTimes:
 
 
 class TurnClient:
-    def __init__(self, base: str, token: str, agent_id: str) -> None:
+    def __init__(self, base: str, token: str, agent_id: str, content: str = "go") -> None:
         self.base, self.token, self.agent_id = base, token, agent_id
+        self.content = content  # the message each turn sends
         self._waiting: dict[str, asyncio.Future[Any]] = {}
         self._ended: dict[str, str] = {}  # runs that ended before anyone waited for them
 
@@ -53,7 +54,9 @@ class TurnClient:
         await ws.send(msgspec.json.encode({"type": "subscribe", "thread_id": thread_id}))
         await asyncio.wait_for(subscribed, 30)
         sent = time.perf_counter()
-        posted = await http.post(f"/api/threads/{thread_id}/messages", json={"content": "go"})
+        posted = await http.post(
+            f"/api/threads/{thread_id}/messages", json={"content": self.content}
+        )
         run_id = posted.raise_for_status().json()["run"]["id"]
         status = self._ended.pop(run_id, None) or await asyncio.wait_for(
             self._expect(f"r:{run_id}"), 30

@@ -28,7 +28,7 @@ def respond(body: dict[str, Any]) -> Text | ToolCalls:
     )
 
 
-class _Forgetful(FakeLLM):
+class Forgetful(FakeLLM):
     """Keeps no request bodies (a long benchmark would hold thousands)."""
 
     def _next(self, body: dict[str, Any]) -> Any:
@@ -39,4 +39,4 @@ class _Forgetful(FakeLLM):
 
 
 if __name__ == "__main__":
-    asyncio.run(serve_until_stdin_closes(_Forgetful(respond)))
+    asyncio.run(serve_until_stdin_closes(Forgetful(respond)))

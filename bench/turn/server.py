@@ -103,10 +103,11 @@ async def servers(
     ports: list[int],
     cpu_cap: float | None = None,
     wrapper: Sequence[str] = (),
+    factory: str = "bench.turn.server:create",
 ) -> AsyncIterator[list[ServerProcess]]:
     """Server processes sharing `env` (one per port), once all are healthy; with `cpu_cap`,
     each held to that fraction of one core (`bench.cpu_cap`); `wrapper`: the command each
-    runs under (valgrind: `bench.turn.instructions`)."""
+    runs under (valgrind: `bench.turn.instructions`); `factory`: the app each serves."""
     started: list[ServerProcess] = []
     groups = []
     try:
@@ -117,7 +118,7 @@ async def servers(
                 "-m",
                 "uvicorn",
                 "--factory",
-                "bench.turn.server:create",
+                factory,
             ]
             command += ["--host", "127.0.0.1", "--port", str(port), "--no-access-log"]
             command += ["--log-level", "warning"]
