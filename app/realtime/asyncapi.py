@@ -95,6 +95,16 @@ def frame_components() -> dict[str, dict[str, Any]]:
     return schemas
 
 
+def _asyncapi_schemas() -> dict[str, dict[str, Any]]:
+    """The frames' schemas in AsyncAPI's dialect: its Schema Object names the discriminating
+    property by a string (`discriminator: "type"`), where OpenAPI's takes an object with a
+    mapping (openapi.json keeps that form; the official parser rejects it here)."""
+    schemas = frame_components()
+    for union in ("ClientFrame", "ServerFrame"):
+        schemas[union] = {**schemas[union], "discriminator": "type"}
+    return schemas
+
+
 def _message(struct: type[events.Frame]) -> dict[str, Any]:
     return {
         "name": _tag(struct),
@@ -116,7 +126,7 @@ def _operation(action: str, structs: list[type[events.Frame]], summary: str) -> 
 
 def build_document() -> dict[str, Any]:
     structs = CLIENT_FRAMES + SERVER_FRAMES
-    schemas = frame_components()
+    schemas = _asyncapi_schemas()
     return {
         "asyncapi": "3.0.0",
         "info": {"title": "Toolcells realtime API", "version": "1.0.0", "description": DESCRIPTION},

@@ -36,8 +36,11 @@ def test_document_covers_every_frame_type() -> None:
 
 
 def test_server_frames_are_one_union_tagged_by_type() -> None:
-    schemas = build_document()["components"]["schemas"]
+    published = build_document()["components"]["schemas"]
+    schemas = frame_components()  # OpenAPI's form, with the mapping
     for union, frames in (("ServerFrame", SERVER_FRAMES), ("ClientFrame", CLIENT_FRAMES)):
+        assert published[union]["discriminator"] == "type"  # AsyncAPI's form: a string
+        assert published[union]["oneOf"] == schemas[union]["oneOf"]
         discriminator = schemas[union]["discriminator"]
         assert discriminator["propertyName"] == "type"
         mapping = discriminator["mapping"]
