@@ -25,6 +25,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from app.lib.client_address import Network, parse_networks
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SQLITE_PATH = PROJECT_ROOT / "var" / "app.sqlite3"
 
@@ -197,6 +199,13 @@ class Settings:
     login_failure_window_seconds: Annotated[
         PositiveFloat, Meta(description="the login throttling window")
     ] = 900.0
+    trusted_proxies: Annotated[
+        tuple[str, ...],
+        Meta(
+            description="addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` "
+            "names the client (login throttling per address); from any other peer it is ignored"
+        ),
+    ] = ()
     # Runner liveness: a peer whose heartbeat did not change for the timeout is taken for
     # dead and its runs are failed (the lease stays the backstop).
     runner_heartbeat_seconds: Annotated[
@@ -262,6 +271,16 @@ class Settings:
         NonNegativeFloat,
         Meta(description="an ended Live Activity stays on the lock screen this long"),
     ] = 900.0
+
+    def __post_init__(self) -> None:
+        try:
+            parse_networks(self.trusted_proxies)
+        except ValueError as error:
+            raise SettingsError(f"Invalid setting TRUSTED_PROXIES: {error}") from None
+
+    @property
+    def trusted_networks(self) -> tuple[Network, ...]:
+        return parse_networks(self.trusted_proxies)
 
     @property
     def push_enabled(self) -> bool:

@@ -90,6 +90,7 @@ DEFAULTS = {
     "login_max_failures_per_account": 10,
     "login_max_failures_per_address": 50,
     "login_failure_window_seconds": 900.0,
+    "trusted_proxies": (),
     "runner_heartbeat_seconds": 0.5,
     "runner_heartbeat_timeout_seconds": 3.0,
     "runner_db_retry_seconds": 60.0,
@@ -121,6 +122,8 @@ def other_value(variable: Variable) -> tuple[str, object]:
     kind, default = variable.kind, variable.default
     if isinstance(kind, msgspec.inspect.BoolType):
         return ("no", False) if default else ("yes", True)
+    if variable.name == "TRUSTED_PROXIES":  # addresses and ranges only
+        return " 10.0.0.0/8 , ::1,", ("10.0.0.0/8", "::1")
     if isinstance(kind, msgspec.inspect.VarTupleType):
         return " a.example , b.example,", ("a.example", "b.example")
     if isinstance(kind, msgspec.inspect.IntType):
@@ -256,3 +259,8 @@ def test_the_readme_lists_every_setting() -> None:
     for variable in variables():
         assert variable.description, f"{variable.field}: give it a Meta(description=...)"
         assert f"| `{variable.name}` |" in readme
+
+
+def test_a_trusted_proxy_that_is_no_address_stops_the_start_in_one_line() -> None:
+    with pytest.raises(SettingsError, match="TRUSTED_PROXIES: 'proxy.internal' is not an IP"):
+        Settings.from_env({"TRUSTED_PROXIES": "10.0.0.1,proxy.internal"})

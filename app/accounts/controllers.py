@@ -13,6 +13,7 @@ from app.accounts.deps import SECURITY, bearer_token
 from app.accounts.schemas import TokenCreate, TokenRead, UserRead
 from app.accounts.serializers import user_read
 from app.accounts.throttle import LoginThrottle, provide_login_throttle
+from app.lib.client_address import client_address
 from app.db.models import User
 from app.db.outbox import on_commit
 from app.lib.problems import problems
@@ -44,7 +45,7 @@ class AuthController(Controller):
     ) -> TokenRead:
         """Exchange an email and password for a bearer token. Too many failed logins
         for an account or from an address answer 429 (see `Retry-After`)."""
-        address = request.client.host if request.client else "unknown"
+        address = client_address(request, settings.trusted_networks)
         await login_throttle.attempt(data.email, address)
         user = await services.authenticate(db_session, data.email, data.password)
         if user is None:

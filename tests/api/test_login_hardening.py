@@ -26,26 +26,34 @@ from tests.factories import TEST_PASSWORD
 
 MAX_PER_ACCOUNT, MAX_PER_ADDRESS = 3, 5
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-ClientFrom = Callable[[str], AsyncClient]
+ClientFrom = Callable[..., AsyncClient]
+
+
+PROXY = "10.20.0.0/16"
 
 
 @pytest.fixture
 async def client_from(client: AsyncClient, settings: Settings) -> AsyncIterator[ClientFrom]:
     """Clients of an app with small login limits, each from a client address of its own
-    (every test client would otherwise share one address, and one throttle)."""
+    (every test client would otherwise share one address, and one throttle); peers in
+    `PROXY` are trusted reverse proxies."""
     app = create_app(
         dataclasses.replace(
             settings,
             login_max_failures_per_account=MAX_PER_ACCOUNT,
             login_max_failures_per_address=MAX_PER_ADDRESS,
+            trusted_proxies=(PROXY,),
         )
     )
     async with AsyncExitStack() as stack:
         await stack.enter_async_context(running_lifespan(app))
 
-        def from_address(host: str) -> AsyncClient:
+        def from_address(host: str, forwarded_for: str | None = None) -> AsyncClient:
             transport = httpx.ASGITransport(app=app, client=(host, 50000))
-            return httpx.AsyncClient(transport=transport, base_url="http://testserver")
+            headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else {}
+            return httpx.AsyncClient(
+                transport=transport, base_url="http://testserver", headers=headers
+            )
 
         yield from_address
 
@@ -93,6 +101,34 @@ async def test_failed_logins_from_one_address_are_throttled(
     _assert_throttled(await _login(client_from("10.0.3.1"), alice.user.email, TEST_PASSWORD))
     elsewhere = await _login(client_from("10.0.3.2"), alice.user.email, TEST_PASSWORD)
     assert elsewhere.status_code == 201
+
+
+async def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_budget(
+    client_from: ClientFrom, alice: ApiUser
+) -> None:
+    """Every user behind the load balancer comes from its address: the budget follows the
+    client the proxy names (the hop nearest us that is not a proxy itself)."""
+    guesser = "203.0.113.5"
+    for _ in range(MAX_PER_ADDRESS):
+        stranger = f"{uuid4().hex}@example.com"
+        proxied = client_from("10.20.0.7", f"198.51.100.1, {guesser}, 10.20.0.3")
+        assert (await _login(proxied, stranger, "wrong")).status_code == 401
+    throttled = client_from("10.20.0.8", f"{guesser}, 10.20.0.9")  # another proxy, same client
+    _assert_throttled(await _login(throttled, alice.user.email, TEST_PASSWORD))
+    neighbour = client_from("10.20.0.7", "203.0.113.6")
+    assert (await _login(neighbour, alice.user.email, TEST_PASSWORD)).status_code == 201
+
+
+async def test_forwarded_for_from_an_untrusted_peer_is_ignored(
+    client_from: ClientFrom, alice: ApiUser
+) -> None:
+    """A client cannot buy fresh guesses by sending a new `X-Forwarded-For` each time."""
+    for i in range(MAX_PER_ADDRESS):
+        stranger = f"{uuid4().hex}@example.com"
+        forged = client_from("198.51.100.9", f"192.0.2.{i}")
+        assert (await _login(forged, stranger, "wrong")).status_code == 401
+    again = client_from("198.51.100.9", "192.0.2.200")
+    _assert_throttled(await _login(again, alice.user.email, TEST_PASSWORD))
 
 
 async def test_failures_are_shared_across_processes_through_redis(settings: Settings) -> None:
