@@ -3,6 +3,7 @@ tool events are not logged at INFO. (A process of its own: logging is configured
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosedError
 
 from app.observability.logs import JsonFormatter, logging_config
 from app.observability.request_id import RequestIdFilter
@@ -21,6 +24,7 @@ from app.tools.base import ToolResult
 from app.tools.events import LoggingToolEvents, ToolCall
 from tests.support.databases import migrate, sqlite_url
 from tests.support.processes import free_port, until, wait_ready
+from tests.support.sync_db import seed_user
 
 
 def start(port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -79,6 +83,43 @@ async def test_json_log_lines_carry_the_request_id(tmp_path: Path) -> None:
     # every line the server wrote is one JSON object
     text_lines = [line for line in log.read_text().splitlines() if line.strip()]
     assert all(line.startswith("{") for line in text_lines), text_lines[:5]
+
+
+async def test_an_invalid_utf8_frame_is_one_warning_line_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """Any client can send bad bytes: the log gets one line per socket, not an ERROR with a
+    traceback (uvicorn logs it so), and the client gets 1007."""
+    url, token = sqlite_url(tmp_path), "tc_logs_utf8_token_not_secret"
+    migrate(url)
+    await asyncio.to_thread(seed_user, url, "utf8@example.com", "pw-not-used-here", token)
+    env = {**os.environ, "DATABASE_URL": url, "RUNNER_ENABLED": "0", "LOG_FORMAT": "json"}
+    log, port = tmp_path / "server.log", free_port()
+    process = start(port, env, log)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            await wait_ready(http)
+        url_ws = f"ws://127.0.0.1:{port}/api/ws?token={token}"
+        async with connect(url_ws) as ws:
+            await ws.send(b'{"type":"ping"}\xff', text=True)
+            with pytest.raises(ConnectionClosedError) as closed:
+                await asyncio.wait_for(ws.recv(), 30)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1007
+
+        def faults() -> list[dict]:
+            lines = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
+            return [line for line in lines if "UTF-8" in line["message"]]
+
+        async def logged() -> bool:
+            return bool(faults())
+
+        await until(logged, timeout=30)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    (line,) = faults()
+    assert line["level"] == "WARNING" and "exception" not in line
+    assert "Traceback" not in log.read_text()
 
 
 def test_text_lines_carry_the_request_id_in_brackets() -> None:

@@ -262,5 +262,5 @@ def test_the_readme_lists_every_setting() -> None:
 
 
 def test_a_trusted_proxy_that_is_no_address_stops_the_start_in_one_line() -> None:
-    with pytest.raises(SettingsError, match="TRUSTED_PROXIES: 'proxy.internal' is not an IP"):
+    with pytest.raises(SettingsError, match=r"TRUSTED_PROXIES: 'proxy\.internal' is not an IP"):
         Settings.from_env({"TRUSTED_PROXIES": "10.0.0.1,proxy.internal"})

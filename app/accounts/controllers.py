@@ -13,9 +13,9 @@ from app.accounts.deps import SECURITY, bearer_token
 from app.accounts.schemas import TokenCreate, TokenRead, UserRead
 from app.accounts.serializers import user_read
 from app.accounts.throttle import LoginThrottle, provide_login_throttle
-from app.lib.client_address import client_address
 from app.db.models import User
 from app.db.outbox import on_commit
+from app.lib.client_address import client_address
 from app.lib.problems import problems
 from app.lib.security import token_digest
 from app.settings import Settings

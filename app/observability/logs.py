@@ -52,6 +52,21 @@ class JsonFormatter(logging.Formatter):
         return _encode(line).decode()
 
 
+# uvicorn's lines about what a client sent wrong, logged as errors with a traceback: any
+# client could fill the error log with them. One WARNING line each, without the traceback.
+CLIENT_FAULTS = frozenset({"Invalid UTF-8 sequence received from client."})
+
+
+class ClientFaultFilter(logging.Filter):
+    """Turns uvicorn's records of a client's bad input into one warning line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg in CLIENT_FAULTS and record.levelno > logging.WARNING:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
 def _formatter(settings: Settings) -> dict[str, Any]:
     if settings.log_format == "json":
         return {"()": JsonFormatter}
@@ -63,7 +78,10 @@ def logging_config(settings: Settings) -> LoggingConfig:
     through_root = {"level": level, "handlers": ["queue_listener"], "propagate": False}
     config = LoggingConfig(
         formatters={"standard": _formatter(settings)},
-        filters={"request_id": {"()": RequestIdFilter}},
+        filters={
+            "request_id": {"()": RequestIdFilter},
+            "client_faults": {"()": ClientFaultFilter},
+        },
         root={"handlers": ["queue_listener"], "level": level},
         loggers={
             "litestar": through_root,
@@ -72,7 +90,7 @@ def logging_config(settings: Settings) -> LoggingConfig:
                 **through_root,
                 "level": "INFO" if settings.access_log else "WARNING",
             },
-            "uvicorn.error": {**through_root, "level": "INFO"},
+            "uvicorn.error": {**through_root, "level": "INFO", "filters": ["client_faults"]},
         },
     )
     config.handlers["queue_listener"] = {
