@@ -12,7 +12,7 @@ from app.db.models import User
 from app.lib.pagination import DEFAULT_PAGE_SIZE, PageLimit, page_size
 from app.lib.problems import problems
 from app.tasks import services
-from app.tasks.schemas import TaskPage, TaskRead, TaskStatus, TaskUpdate
+from app.tasks.schemas import TaskPage, TaskRead, TaskStatusFilter, TaskUpdate
 from app.tasks.serializers import task_read
 
 
@@ -26,12 +26,14 @@ class TaskController(Controller):
         self,
         db_session: AsyncSession,
         current_user: User,
-        status: Annotated[TaskStatus | None, Parameter()] = None,
+        status: Annotated[TaskStatusFilter | None, Parameter()] = None,
         limit: PageLimit = DEFAULT_PAGE_SIZE,
         cursor: Annotated[str | None, Parameter(max_length=200)] = None,
     ) -> TaskPage:
-        """Your tasks, newest first, optionally by status."""
-        return await services.list_tasks(db_session, current_user, status, page_size(limit), cursor)
+        """Your tasks, newest first: every task (no `status`, or `all`), or those with one
+        status."""
+        wanted = None if status == "all" else status
+        return await services.list_tasks(db_session, current_user, wanted, page_size(limit), cursor)
 
     @patch("/{task_id:uuid}", operation_id="UpdateTask", responses=problems(404))
     async def update_task(

@@ -9,6 +9,8 @@ import msgspec
 from app.lib.schema import AwareDatetime, Input, Schema
 
 TaskStatus = Literal["active", "completed"]
+# A list's filter: either status, or `all` (the tasks tool's `list` takes the same words).
+TaskStatusFilter = Literal["active", "completed", "all"]
 TaskTitle = Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
 TaskNotes = Annotated[str, msgspec.Meta(max_length=10_000)]
 

@@ -66,6 +66,9 @@ async def test_list_tasks_filters_and_paginates(
     everything = (await client.get("/api/tasks", headers=alice.headers)).json()
     assert [t["id"] for t in everything["items"]] == newest_first
     assert everything["next_cursor"] is None
+    # `all`, as the tasks tool says it, is the same as no filter
+    said_all = await client.get("/api/tasks", params={"status": "all"}, headers=alice.headers)
+    assert said_all.json() == everything
 
     active = (
         await client.get("/api/tasks", params={"status": "active"}, headers=alice.headers)

@@ -48,8 +48,10 @@ async def test_update_complete_and_list(harness: ToolHarness) -> None:
     # A list after a side effect is not answered from the earlier (stale) list.
     active_again = await harness.call("tasks", {"action": "list"})
     assert not active_again.duplicate and active_again.data["tasks"] == []
+    assert active_again.display_message == "No active tasks"
     everything = await harness.call("tasks", {"action": "list", "status": "all"})
     assert everything.data["count"] == 1
+    assert everything.display_message == "1 task"
     reopened = await harness.call(
         "tasks", {"action": "update", "task_id": task_id, "status": "active"}
     )

@@ -175,7 +175,7 @@ class TasksTool(Tool):
             for t in page.items
         ]
         data = TaskListResult(status=status, tasks=tasks, count=len(tasks))
-        return ToolResult.success(data, display_message=f"{len(tasks)} {status} task(s)")
+        return ToolResult.success(data, display_message=_listed(len(tasks), status))
 
     async def _change(
         self, ctx: ToolContext, task_id: UUID, changes: dict[str, Any], verb: str
@@ -191,3 +191,10 @@ class TasksTool(Tool):
                 )
             task = await services.update_task(session, task, changes)
         return ToolResult.success(task_data(task), display_message=f"{verb} “{task.title}”")
+
+
+def _listed(count: int, status: str) -> str:
+    """`2 active tasks`, `1 task` (all of them), `No completed tasks`."""
+    kind = "" if status == "all" else f"{status} "
+    noun = "task" if count == 1 else "tasks"
+    return f"{count} {kind}{noun}" if count else f"No {kind}{noun}"
