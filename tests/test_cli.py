@@ -163,6 +163,14 @@ def test_cli_errors_name_the_valid_choices_and_drop_unused_groups(empty_database
                        "--name", "X", "--agent-type", "nope")  # fmt: skip
     assert unknown.returncode != 0
     assert "Unknown agent_type 'nope': one of assistant, specialist" in unknown.stderr
+    shared = litestar(empty_database, "agents", "create", "--owner", "o@example.com",
+                      "--name", "Everyone's", "--agent-type", "assistant", "--shared")  # fmt: skip
+    assert shared.returncode != 0
+    assert "Only a staff user's agent can be shared" in shared.stderr
+    ok(litestar(empty_database, "users", "create", "--email", "s@example.com",
+                "--password", "pw-1234567890", "--staff"))  # fmt: skip
+    ok(litestar(empty_database, "agents", "create", "--owner", "s@example.com",
+                "--name", "Everyone's", "--agent-type", "assistant", "--shared"))  # fmt: skip
     commands = ok(litestar(empty_database, "--help"))
     assert "tokens" in commands and "sessions" not in commands
 

@@ -109,6 +109,9 @@ def check_changes(changes: dict[str, Any]) -> None:
 
 
 async def create_agent(session: AsyncSession, owner: User, **fields: Any) -> Agent:
+    if fields.get("is_shared") and not owner.is_staff:
+        # A shared agent is offered to every user: only staff publish one.
+        raise ProblemException(403, "Only a staff user's agent can be shared with every user.")
     check_agent_type(fields.get("agent_type", "assistant"))
     check_enabled_tools(fields.get("enabled_tools"))
     if await name_taken(session, owner.id, fields["name"]):
