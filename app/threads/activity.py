@@ -219,10 +219,16 @@ def expiry_error(activity: Activity) -> tuple[str, str]:
 def closed(
     activity: Activity, *, error_type: str, error: str, now: datetime | None = None
 ) -> Activity:
-    """An open cell whose run ended first (cancel, timeout, crash): failure."""
+    """An open cell whose run ended first (cancel, timeout, crash): failure. Its last
+    progress ("Received 29 KB of 293 KB…") no longer holds and goes; output it streamed
+    stays, as on every other end."""
+    data = activity.get("data") or {}
+    streamed = {key: data[key] for key in OUTPUT_KEYS if key in data}
     return {
         **activity,
         "status": FAILURE,
+        "data": streamed or None,
+        "display_message": None,
         "preview": _error_preview(error),
         "error": error,
         "error_type": error_type,

@@ -131,11 +131,14 @@ class OrchestratorApi:
         status: str,
         name: str | None = None,
         timeout: float = 10,  # noqa: ASYNC109
+        display_message: str | None = None,
     ) -> dict:
         def match(frame: Frame) -> bool:
             if not isinstance(frame, MessageFrame) or frame.message.tool_activity is None:
                 return False
             activity = frame.message.tool_activity
+            if display_message is not None and activity.display_message != display_message:
+                return False
             return activity.status == status and (name is None or activity.name == name)
 
         frame = await self.frames.wait_for(match, timeout)

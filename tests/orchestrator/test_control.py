@@ -25,7 +25,7 @@ async def test_cancel_mid_tool_stops_within_two_seconds(api: OrchestratorApi) ->
     )
     thread_id = await api.new_thread()
     run_id = (await api.post(thread_id, "slow please")).json()["run"]["id"]
-    await api.wait_activity("in_progress", "test_slow")
+    await api.wait_activity("in_progress", "test_slow", display_message="Waiting…")
     started = time.monotonic()
     cancel = await api.client.post(
         f"/api/threads/{thread_id}/runs/{run_id}/cancel", headers=api.headers
@@ -42,6 +42,8 @@ async def test_cancel_mid_tool_stops_within_two_seconds(api: OrchestratorApi) ->
     assert messages[1]["role"] == "assistant" and messages[1]["content"] == "Working on it"
     slow, echo = [m["tool_activity"] for m in messages if m["role"] == "tool"]
     assert slow["status"] == "failure" and slow["error_type"] == "cancelled"
+    # its last progress no longer holds: cleared, as every other end clears it
+    assert slow["display_message"] is None and slow["data"] is None
     assert echo["status"] in ("success", "failure")  # it may have finished first
     assert len(api.llm.requests) == 1
 

@@ -57,6 +57,7 @@ class SlowTool(Tool):
     timeout_seconds = 120
 
     async def wait_action(self, ctx: ToolContext, params: WaitParams) -> ToolResult:
+        await ctx.progress(display_message="Waiting…", data={"waiting_for": params.seconds})
         await asyncio.sleep(params.seconds)
         return ToolResult.success({"waited": params.seconds})
 
