@@ -41,7 +41,12 @@ _TRUE = frozenset({"1", "true", "yes"})
 _FALSE = frozenset({"0", "false", "no"})
 
 
-class SettingsError(ValueError):
+class StartupError(Exception):
+    """A configuration problem that stops the server; its message alone (one line) tells
+    the operator what to fix, so it is printed without a traceback."""
+
+
+class SettingsError(StartupError, ValueError):
     """A bad environment value; the message is one line for whoever starts the server."""
 
 
@@ -426,13 +431,13 @@ def _variable(field: dataclasses.Field[Any], annotation: Any) -> Variable:
 
 def _one_line_settings_errors(hook: Callable[..., Any]) -> Callable[..., Any]:
     """`litestar run` builds the app while it parses its command line, outside any handler of
-    ours, so a bad setting reaches the interpreter uncaught: print its message alone (the
-    exit code stays 1) instead of a traceback that buries it."""
+    ours, so a bad setting (or agent types file) reaches the interpreter uncaught: print its
+    message alone (the exit code stays 1) instead of a traceback that buries it."""
 
     def excepthook(
         exc_type: type[BaseException], exc: BaseException, tb: types.TracebackType | None
     ) -> None:
-        if isinstance(exc, SettingsError):
+        if isinstance(exc, StartupError):
             print(exc, file=sys.stderr)
         else:
             hook(exc_type, exc, tb)

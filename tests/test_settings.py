@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -251,6 +252,22 @@ def test_litestar_run_reports_a_bad_setting_in_one_line() -> None:
         "Invalid setting WS_IDLE_TIMEOUT='abc': expected a number > 0"
     ]
     assert result.stdout == ""
+
+
+def test_litestar_run_reports_a_missing_agent_types_file_in_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "agent_types.yaml"
+    result = subprocess.run(
+        [sys.executable, "-m", "litestar", "run", "--port", "0"],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "AGENT_TYPES_FILE": str(missing)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"Cannot read agent types file {missing}: No such file or directory"
+    ]
 
 
 def test_the_readme_lists_every_setting() -> None:

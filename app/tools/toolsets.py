@@ -14,13 +14,14 @@ from typing import Annotated, Literal
 import msgspec
 import yaml  # type: ignore[import-untyped]
 
+from app.settings import StartupError
 from app.tools.device import DeviceToolSpec, declaration_problem
 from app.tools.legacy import TO_DOMAIN, domain_names
 
 DEFAULT_AGENT_TYPES_FILE = Path(__file__).with_name("agent_types.yaml")
 
 
-class AgentTypesError(RuntimeError):
+class AgentTypesError(StartupError):
     """The agent types file is invalid; the message says where and how."""
 
 
