@@ -239,4 +239,4 @@ def closed(
 
 def failure_content(error: str, error_type: str) -> str:
     """What the model reads for a call that ended without a tool result."""
-    return json.dumps({"ok": False, "error": error, "error_type": error_type})
+    return json.dumps({"type": "error", "ok": False, "error": error, "error_type": error_type})

@@ -97,7 +97,8 @@ class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
         if self.ok:
             body: dict[str, Any] = {"ok": True, **(self.data or {})}
         else:
-            body = {"ok": False, "error": self.error, "error_type": self.error_type}
+            body = {"type": "error", "ok": False, "error": self.error}
+            body["error_type"] = self.error_type
             if self.suggestion:
                 body["suggestion"] = self.suggestion
             body.update(self.details or {})
@@ -167,6 +168,8 @@ class Tool:
     results: ClassVar[dict[str, type[ToolData]]] = {}
     # Shown in `required_param` errors: one example call per action.
     examples: ClassVar[dict[str, dict[str, Any]]] = {}
+    # Added to every refusal of this tool's arguments, e.g. the fields it knows.
+    validation_hints: ClassVar[dict[str, Any]] = {}
     # One line for GET /api/tools; None: derived from the JSON Schema.
     params_hint: ClassVar[str | None] = None
 

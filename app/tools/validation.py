@@ -229,6 +229,16 @@ def check_params(tool: Tool, action: str, args: dict[str, Any]) -> msgspec.Struc
 def validate_call(
     tool: Tool, arguments: str | bytes | dict[str, Any] | None
 ) -> ParsedCall | ToolResult:
+    checked = _validate_call(tool, arguments)
+    if isinstance(checked, ToolResult) and tool.validation_hints:
+        # what the tool adds to every refusal (self_authoring: its allowed_fields)
+        checked.details = {**tool.validation_hints, **(checked.details or {})}
+    return checked
+
+
+def _validate_call(
+    tool: Tool, arguments: str | bytes | dict[str, Any] | None
+) -> ParsedCall | ToolResult:
     args = _decode(arguments)
     if isinstance(args, ToolResult):
         return args

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -95,6 +97,11 @@ async def test_invalid_field_and_action_are_self_correcting(harness: ToolHarness
     assert sorted(field.details["errors"][0]["allowed_values"]) == sorted(FIELDS)
     action = await harness.call("self_authoring", {"action": "delete", "field": "name"})
     assert action.details["allowed_actions"] == ["view", "update"]
+    # every refusal names the fields, as seed 000's self-correcting errors do
+    for refused in (field, action):
+        assert refused.details["allowed_fields"] == list(FIELDS)
+        body = json.loads(refused.to_model_content())
+        assert body["type"] == "error" and body["allowed_fields"] == list(FIELDS)
 
 
 async def test_shared_agent_cannot_be_changed_by_a_non_owner(

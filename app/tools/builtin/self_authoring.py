@@ -53,6 +53,7 @@ class SelfAuthoringTool(Tool):
     results = {"view": AgentConfigResult, "update": AgentConfigResult}
     read_only_actions = frozenset({"view"})
     timeout_seconds = 10
+    validation_hints = {"allowed_fields": list(FIELDS)}
     examples = {
         "view": {"field": "system_prompt"},
         "update": {"field": "system_prompt", "value": "You are concise and kind."},
