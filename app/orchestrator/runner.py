@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import secrets
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import replace
 from functools import lru_cache
@@ -32,6 +30,7 @@ from app.orchestrator.call_plan import (
     Refused,
     TurnRules,
     plan_turn,
+    preflight_calls,
     tool_message_row,
 )
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
@@ -56,7 +55,6 @@ from app.threads import repository
 from app.threads.activity import Activity
 from app.threads.writer import create_messages, creates_alone
 from app.tools.base import ToolResult
-from app.tools.executor import bare_call_arguments
 from app.tools.registry import get_registry
 from app.tools.toolsets import effective_tools, get_agent_type
 
@@ -270,23 +268,8 @@ class RunExecution:
     async def _pre_execute(
         self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
     ) -> None:
-        """Request metadata `tool_calls`: run before the model, results in its context.
-        A call that cannot be made by its name alone fails at once with the reason."""
-        calls, refused = [], {}
-        for index, item in enumerate(state.options["tool_calls"]):
-            if isinstance(item, str):  # by name alone: its no-argument action, or an error
-                name, args = item, bare_call_arguments(item)
-            else:
-                name, args = item.get("name", ""), item.get("args") or {}
-            if isinstance(args, ToolResult):
-                refused[index], args = args, {}
-            calls.append(
-                {
-                    "id": f"call_pre_{secrets.token_hex(6)}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args)},
-                }
-            )
+        """Request metadata `tool_calls`: run before the model, results in its context."""
+        calls, refused = preflight_calls(state.options["tool_calls"])
         await self._execute_turn(state, spec, ModelTurn(tool_calls=calls), messages, None, refused)
 
     async def _execute_turn(
