@@ -94,7 +94,8 @@ class PlanExecution:
                 ok = await self._memory(step, messages)
             else:
                 call = await self._tool_started(step)
-                ok = await self._tool_ended(step, (yield ToolStep(call, step.id)))
+                activity = yield ToolStep(call, step.id)  # the loop ran it: its final cell
+                ok = await self._tool_ended(step, activity)
             failed = None if ok else step.id
         completion = steps[-1]
         await self._step(completion.id, PlanStepStatus.IN_PROGRESS)

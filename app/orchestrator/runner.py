@@ -5,6 +5,11 @@ after the first delta, later text published ephemerally, the final text written 
 end); its tool calls become tool messages. A specialist the agent delegates to runs the
 same loop with its own toolset; its tool activities land in the same thread (marked
 `input.delegated_by`) and its answer is the delegating call's result.
+
+Whatever decides a turn's calls (the model, a request's pre-flight `tool_calls`, a
+planner's tool step, which its plan yields to this loop: planner.py) they go the one way
+of `_execute_turn`: planned (call_plan.py), recorded in one commit, executed
+(tool_calls.py).
 """
 
 from __future__ import annotations
