@@ -9,8 +9,6 @@ fields later, so a call's kind is all there is to know about how it runs.
 
 from __future__ import annotations
 
-import json
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +18,7 @@ from app.orchestrator.context import LoopSpec, RunState
 from app.threads import activity as cell
 from app.tools.base import ToolResult
 from app.tools.device import DeviceToolSpec, validate_device_call
-from app.tools.executor import ToolCallCache, bare_call_arguments, parse_call, parsed_input
+from app.tools.executor import ToolCallCache, parse_call, parsed_input
 from app.tools.toolsets import get_device_tool
 from app.tools.validation import ParsedCall, decode_arguments
 
@@ -192,29 +190,6 @@ def _plan_device_call(base: _Base, device: DeviceToolSpec) -> Refused | AwaitsDe
         **base.shown(checked, user_facing=device.is_user_facing),
         wait_seconds=device.timeout_seconds,
     )
-
-
-def preflight_calls(
-    requested: list[str | dict[str, Any]],
-) -> tuple[list[dict[str, Any]], dict[int, ToolResult]]:
-    """A request's metadata `tool_calls` as a model turn's calls, and (by index) those
-    that cannot be made: named alone, a tool without a no-argument action."""
-    calls, refused = [], {}
-    for index, item in enumerate(requested):
-        if isinstance(item, str):  # by name alone: its no-argument action, or an error
-            name, args = item, bare_call_arguments(item)
-        else:
-            name, args = item.get("name", ""), item.get("args") or {}
-        if isinstance(args, ToolResult):
-            refused[index], args = args, {}
-        calls.append(
-            {
-                "id": f"call_pre_{secrets.token_hex(6)}",
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args)},
-            }
-        )
-    return calls, refused
 
 
 def tool_message_row(call: PlannedCall, run_id: Any, approval_seconds: float) -> dict[str, Any]:

@@ -63,7 +63,8 @@ class AnswerStep:
     """Stream the answer, without tools: `messages` end with what the plan did."""
 
 
-PlanStepRequest = ToolStep | AnswerStep
+StepRequest = ToolStep | AnswerStep
+StepAnswer = Activity | None  # what the loop sends back: a tool step's final cell
 
 
 async def _ignore_text(_: str) -> None:
@@ -80,7 +81,7 @@ class PlanExecution:
 
     async def steps(
         self, messages: list[dict[str, Any]]
-    ) -> AsyncGenerator[PlanStepRequest, Activity | None]:
+    ) -> AsyncGenerator[StepRequest, StepAnswer]:
         """The plan's steps for the loop to execute; memory steps are the plan's own."""
         await self._show(cells.planning(), create=True)
         steps = await self._make_plan(messages)

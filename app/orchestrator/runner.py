@@ -16,33 +16,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable
+import secrets
+from collections.abc import AsyncGenerator
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import direct
-from app.db.models import Agent, Run, RunStatus, ThreadMessage
+from app.db.models import Agent, Run, RunStatus
 from app.db.rows import adopt_joined, adopt_rows
-from app.orchestrator import delegation, runs
-from app.orchestrator.call_plan import (
-    Delegate,
-    PlannedCall,
-    Refused,
-    TurnRules,
-    plan_turn,
-    preflight_calls,
-    tool_message_row,
-)
+from app.orchestrator import delegation, planner, runs
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.delegation import (
     FALLBACK_TYPE,
     Outcome,
-    delegate_definition,
     delegates_for,
 )
 from app.orchestrator.history import load_history
@@ -53,13 +45,11 @@ from app.orchestrator.outage import (
     database_unreachable,
     write_retrying,
 )
-from app.orchestrator.planner import AnswerStep, PlanExecution, PlanStepRequest, ToolStep
 from app.orchestrator.reply import ReplyStream
 from app.orchestrator.tool_calls import CallOutcome, ToolCallRunner
 from app.threads import repository
-from app.threads.activity import Activity
-from app.threads.writer import create_messages, creates_alone
 from app.tools.base import ToolResult
+from app.tools.executor import bare_call_arguments
 from app.tools.registry import get_registry
 from app.tools.toolsets import effective_tools, get_agent_type
 
@@ -207,7 +197,8 @@ class RunExecution:
         tools: list[dict[str, Any]] = msgspec.json.decode(
             _function_definitions(tuple(spec.allowed))
         )
-        return tools + [delegate_definition(name, agent) for name, agent in spec.delegates.items()]
+        offered = spec.delegates.items()
+        return tools + [delegation.delegate_definition(name, agent) for name, agent in offered]
 
     async def _loop(
         self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
@@ -222,12 +213,12 @@ class RunExecution:
             if not turn.tool_calls:
                 return turn.text, None
             outcomes = await self._execute_turn(state, spec, turn, messages)
-            if any(isinstance(done.call, Refused) and done.call.spent_budget for done in outcomes):
+            if any(done.spent_budget for done in outcomes):
                 return (
                     None,
                     f"I stopped here: this run used up its budget of {spec.config.tool_call_budget} tool calls.",
                 )
-            repeats = repeats + 1 if all(_is_duplicate(done) for done in outcomes) else 0
+            repeats = repeats + 1 if all(done.duplicate for done in outcomes) else 0
             if repeats >= 2:
                 return (
                     None,
@@ -255,16 +246,16 @@ class RunExecution:
         """A planner's run: the plan yields its steps, this loop executes each one and
         sends back what the plan needs to go on (a tool step's final cell)."""
         outcome: Outcome = (None, None)
-        steps = PlanExecution(self.deps, state, spec).steps(messages)
+        steps = planner.PlanExecution(self.deps, state, spec).steps(messages)
         async with contextlib.aclosing(steps):
-            answer: Activity | None = None
+            answer: planner.StepAnswer = None
             while (step := await _next_step(steps, answer)) is not None:
                 match step:
-                    case ToolStep(call=call, step_id=step_id):
+                    case planner.ToolStep(call=call, step_id=step_id):
                         turn = ModelTurn(tool_calls=[call])
                         [done] = await self._execute_turn(state, spec, turn, messages, step_id)
                         answer = done.message.tool_activity
-                    case AnswerStep():  # one model turn without tools, streamed as the reply
+                    case planner.AnswerStep():  # one model turn without tools: the reply
                         no_tools = replace(spec, allowed=[], delegates={})
                         outcome = await self._loop(state, no_tools, messages)
                         answer = None
@@ -273,8 +264,23 @@ class RunExecution:
     async def _pre_execute(
         self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
     ) -> None:
-        """Request metadata `tool_calls`: run before the model, results in its context."""
-        calls, refused = preflight_calls(state.options["tool_calls"])
+        """Request metadata `tool_calls`: run before the model, results in its context;
+        a call that cannot be made (`refused`, by index) fails with the reason."""
+        calls, refused = [], {}
+        for index, item in enumerate(state.options["tool_calls"]):
+            if isinstance(item, str):  # by name alone: its no-argument action, or an error
+                name, args = item, bare_call_arguments(item)
+            else:
+                name, args = item.get("name", ""), item.get("args") or {}
+            if isinstance(args, ToolResult):
+                refused[index], args = args, {}
+            calls.append(
+                {
+                    "id": f"call_pre_{secrets.token_hex(6)}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+            )
         await self._execute_turn(state, spec, ModelTurn(tool_calls=calls), messages, None, refused)
 
     async def _execute_turn(
@@ -286,18 +292,13 @@ class RunExecution:
         step_id: str | None = None,
         refused: dict[int, ToolResult] | None = None,
     ) -> list[CallOutcome]:
-        """Plan the turn's calls, record them, run them; the assistant's calls and their
-        results are appended to `messages` for the next model turn."""
-        rules = TurnRules(
-            spec, spec.config.tool_call_budget, self.deps.settings.delegation_max_depth
-        )
-        planned = plan_turn(turn.tool_calls, rules, state, step_id=step_id, refused=refused)
-        recorded = await self._record_turn(spec, turn, planned)
+        """The turn's calls planned, recorded and run (tool_calls.py); the assistant's
+        calls and their results are appended to `messages` for the next model turn."""
+        # a delegated call runs the specialist's loop in this run's state
+        calls = ToolCallRunner(self.deps, state, self.reply, partial(self._loop, state))
+        outcomes = await calls.execute_turn(spec, turn, step_id=step_id, refused=refused)
         messages.append(
             {"role": "assistant", "content": turn.text or None, "tool_calls": turn.tool_calls}
-        )
-        outcomes = await ToolCallRunner(self.deps, state, self._asker(state, spec)).run_all(
-            spec, planned, recorded
         )
         messages.extend(
             {"role": "tool", "tool_call_id": done.call.id, "content": done.content}
@@ -305,49 +306,10 @@ class RunExecution:
         )
         return outcomes
 
-    async def _record_turn(
-        self, spec: LoopSpec, turn: ModelTurn, planned: list[PlannedCall]
-    ) -> list[ThreadMessage]:
-        """The assistant's tool calls and every call's tool message: one commit."""
-        ttl = self.deps.settings.approval_ttl_seconds
-        rows = [tool_message_row(call, self.run.id, ttl) for call in planned]
-        if spec.writes_text and self.reply.message is None:
-            rows.insert(0, {  # text that came whole with the calls is written here
-                "role": "assistant", "content": turn.text or None, "is_user_facing": bool(turn.text),
-                "tool_calls": turn.tool_calls, "run_id": self.run.id,
-            })  # fmt: skip
-
-        async def work(session: AsyncSession) -> list[ThreadMessage]:
-            if spec.writes_text:
-                await self.reply.write(session, content=turn.text, tool_calls=turn.tool_calls)
-            created = await create_messages(session, self.run.thread_id, rows)
-            return created[len(created) - len(planned) :]
-
-        streamed = spec.writes_text and self.reply.message is not None  # a second statement
-        alone = not streamed and creates_alone(rows)
-        recorded = await (self.deps.write_alone if alone else self.deps.write)(work)
-        if spec.writes_text:
-            self.reply.start()
-        return recorded
-
-    def _asker(
-        self, state: RunState, spec: LoopSpec
-    ) -> Callable[[Delegate], Awaitable[ToolResult]]:
-        """How a delegated call runs: the specialist's loop, in this run's state."""
-
-        async def ask(call: Delegate) -> ToolResult:
-            assignment = delegation.assign(
-                call.id, call.question, call.agent, self.deps.settings, spec, state.specialists
-            )
-            specialist_loop = self._loop(state, assignment.spec, assignment.history)
-            return await delegation.answer(assignment, specialist_loop)
-
-        return ask
-
 
 async def _next_step(
-    steps: AsyncGenerator[PlanStepRequest, Activity | None], answer: Activity | None
-) -> PlanStepRequest | None:
+    steps: AsyncGenerator[planner.StepRequest, planner.StepAnswer], answer: planner.StepAnswer
+) -> planner.StepRequest | None:
     try:
         return await steps.asend(answer)
     except StopAsyncIteration:
@@ -358,8 +320,3 @@ async def _next_step(
 def _function_definitions(names: tuple[str, ...]) -> bytes:
     """Generating JSON Schemas takes milliseconds; tools do not change in a process."""
     return msgspec.json.encode(get_registry().function_definitions(names))
-
-
-def _is_duplicate(done: CallOutcome) -> bool:
-    """Answered from an identical earlier call (an approved repeat included)."""
-    return done.result is not None and done.result.duplicate

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import ThreadMessage
+from app.orchestrator import delegation
 from app.orchestrator.call_plan import (
     AwaitsApproval,
     AwaitsDevice,
@@ -26,19 +27,25 @@ from app.orchestrator.call_plan import (
     PlannedCall,
     Refused,
     RunTool,
+    TurnRules,
+    plan_turn,
+    tool_message_row,
 )
 from app.orchestrator.cell_stream import CellStream
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
+from app.orchestrator.llm import ModelTurn
+from app.orchestrator.reply import ReplyStream
 from app.orchestrator.waits import wait_for_user
 from app.threads import activity as cell
-from app.threads.writer import update_message
+from app.threads.writer import create_messages, creates_alone, update_message
 from app.tools.base import ToolContext, ToolResult
 from app.tools.events import FanOutToolEvents, LoggingToolEvents
 from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, with_preview
 from app.tools.unit import CallUnit
 
 logger = logging.getLogger(__name__)
-AskSpecialist = Callable[[Delegate], Awaitable[ToolResult]]  # the runner's own loop
+# The runner's loop, for a specialist: its spec and history -> its answer.
+RunLoop = Callable[[LoopSpec, list[dict[str, Any]]], Awaitable[delegation.Outcome]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +57,16 @@ class CallOutcome:
     message: ThreadMessage
     content: str
     result: ToolResult | None
+
+    @property
+    def spent_budget(self) -> bool:
+        """Refused for the run's spent budget: the loop stops after this turn."""
+        return isinstance(self.call, Refused) and self.call.spent_budget
+
+    @property
+    def duplicate(self) -> bool:
+        """Answered from an identical earlier call (an approved repeat included)."""
+        return self.result is not None and self.result.duplicate
 
 
 @dataclass
@@ -63,15 +80,54 @@ class _InFlight:
 
 
 class ToolCallRunner:
-    def __init__(self, deps: RunnerDeps, state: RunState, ask: AskSpecialist) -> None:
-        self.deps, self.state, self.ask = deps, state, ask
+    """One turn's calls, from the model's (or a plan step's) call dicts to their results."""
 
-    async def run_all(
-        self, spec: LoopSpec, calls: list[PlannedCall], messages: list[ThreadMessage]
+    def __init__(
+        self, deps: RunnerDeps, state: RunState, reply: ReplyStream, run_loop: RunLoop
+    ) -> None:
+        self.deps, self.state, self.reply, self.run_loop = deps, state, reply, run_loop
+
+    async def execute_turn(
+        self,
+        spec: LoopSpec,
+        turn: ModelTurn,
+        *,
+        step_id: str | None = None,
+        refused: dict[int, ToolResult] | None = None,
     ) -> list[CallOutcome]:
-        """Every call with the tool message recorded for it, concurrently."""
-        pairs = zip(calls, messages, strict=True)
+        """Plan the calls, record them in one commit, run them concurrently. `refused`
+        (by index) fail at once with the given self-correcting result."""
+        settings = self.deps.settings
+        rules = TurnRules(spec, spec.config.tool_call_budget, settings.delegation_max_depth)
+        planned = plan_turn(turn.tool_calls, rules, self.state, step_id=step_id, refused=refused)
+        recorded = await self._record(spec, turn, planned)
+        pairs = zip(planned, recorded, strict=True)
         return list(await asyncio.gather(*(self._run_one(spec, *pair) for pair in pairs)))
+
+    async def _record(
+        self, spec: LoopSpec, turn: ModelTurn, planned: list[PlannedCall]
+    ) -> list[ThreadMessage]:
+        """The assistant's tool calls and every call's tool message: one commit."""
+        run, reply, ttl = self.state.run, self.reply, self.deps.settings.approval_ttl_seconds
+        rows = [tool_message_row(call, run.id, ttl) for call in planned]
+        if spec.writes_text and reply.message is None:
+            rows.insert(0, {  # text that came whole with the calls is written here
+                "role": "assistant", "content": turn.text or None, "is_user_facing": bool(turn.text),
+                "tool_calls": turn.tool_calls, "run_id": run.id,
+            })  # fmt: skip
+
+        async def work(session: AsyncSession) -> list[ThreadMessage]:
+            if spec.writes_text:
+                await reply.write(session, content=turn.text, tool_calls=turn.tool_calls)
+            created = await create_messages(session, run.thread_id, rows)
+            return created[len(created) - len(planned) :]
+
+        streamed = spec.writes_text and reply.message is not None  # a second statement
+        alone = not streamed and creates_alone(rows)
+        recorded = await (self.deps.write_alone if alone else self.deps.write)(work)
+        if spec.writes_text:
+            reply.start()
+        return recorded
 
     async def _run_one(
         self, spec: LoopSpec, call: PlannedCall, message: ThreadMessage
@@ -100,7 +156,7 @@ class ToolCallRunner:
             case Refused(result=result):
                 return result
             case Delegate():
-                return await self.ask(call)
+                return await self._ask(spec, call)
             case AwaitsDevice(wait_seconds=seconds):
                 await self._wait_for_user(flight, seconds)
                 return None  # the app's result (or the expiry) is on the message already
@@ -111,6 +167,15 @@ class ToolCallRunner:
                 return await self._run_tool(spec, call, flight)
             case Duplicate() | RunTool():
                 return await self._run_tool(spec, call, flight)
+
+    async def _ask(self, spec: LoopSpec, call: Delegate) -> ToolResult:
+        """The specialist's loop, in this run's state: its answer is the call's result."""
+        settings, specialists = self.deps.settings, self.state.specialists
+        assignment = delegation.assign(
+            call.id, call.question, call.agent, settings, spec, specialists
+        )
+        specialist_loop = self.run_loop(assignment.spec, assignment.history)
+        return await delegation.answer(assignment, specialist_loop)
 
     async def _run_tool(
         self, spec: LoopSpec, call: AwaitsApproval | Duplicate | RunTool, flight: _InFlight
