@@ -16,7 +16,7 @@ import asyncio
 import re
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.db.models import Agent
 from app.orchestrator.context import LoopSpec
@@ -25,9 +25,6 @@ from app.orchestrator.llm import LLMError
 from app.settings import Settings
 from app.tools.base import ToolResult
 from app.tools.toolsets import AgentTypeConfig, effective_tools, get_agent_type
-
-if TYPE_CHECKING:
-    from app.orchestrator.tool_calls import PlannedCall
 
 FALLBACK_TYPE = AgentTypeConfig(name="default", tools=[])
 PREFIX = "ask_"
@@ -129,15 +126,9 @@ class Assignment:
     timeout: float
 
 
-def assign(
-    planned: PlannedCall,
-    specialist: Agent,
-    settings: Settings,
-    parent: LoopSpec,
-    specialists: list[Agent],
-) -> Assignment | ToolResult:
-    """The specialist's loop for this call, or the self-correcting error of a bad call."""
-    question = (planned.input or {}).get("message")
+def question_of(call_input: dict[str, Any] | None) -> str | ToolResult:
+    """What an ask_* call asks, or the self-correcting error of a call that asks nothing."""
+    question = (call_input or {}).get("message")
     if not isinstance(question, str) or not question.strip():
         return ToolResult.failure(
             "Missing required parameter 'message'.",
@@ -145,6 +136,18 @@ def assign(
             suggestion='Call it as {"message": "your question"}.',
             required_param="message",
         )
+    return question
+
+
+def assign(
+    call_id: str,
+    question: str,
+    specialist: Agent,
+    settings: Settings,
+    parent: LoopSpec,
+    specialists: list[Agent],
+) -> Assignment:
+    """The specialist's loop answering `question` for the call `call_id` of `parent`."""
     config = get_agent_type(specialist.agent_type) or FALLBACK_TYPE
     depth, chain = parent.depth + 1, (*parent.chain, parent.agent.id, specialist.id)
     delegates, disabled = {}, frozenset[str]()
@@ -157,7 +160,7 @@ def assign(
         delegates=delegates,
         disabled_delegates=disabled,
         delegated_by={
-            "call_id": planned.id,
+            "call_id": call_id,
             "agent_id": str(specialist.id),
             "agent_name": specialist.name,
         },

@@ -12,6 +12,9 @@
    - memory: a recall from the user's memories (args.query: a search; none: the most
      recent), handed to the completion as context;
    - completion: the answer, streamed like any reply (the model gets no tools here).
+   The plan does not run calls or model turns itself: `PlanExecution.steps` yields a
+   `ToolStep` or the `AnswerStep` to the runner's loop, which executes it as it executes
+   every turn (runner.py), and sends back a tool step's final cell.
 3. The rule on failure: once a memory or tool step fails, the later memory and tool
    steps are `skipped` (they may depend on it, and a side effect built on a failed
    lookup is worse than none); the completion always runs and is told what failed.
@@ -22,7 +25,9 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from typing import Any, Protocol
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -30,11 +35,11 @@ from app.db.models import ThreadMessage
 from app.memories import services as memories
 from app.orchestrator import plan_draft
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
-from app.orchestrator.delegation import Outcome, delegate_definition
+from app.orchestrator.delegation import delegate_definition
 from app.orchestrator.llm import LLMError, context_window, fit_to_context, stream_turn
-from app.orchestrator.tool_calls import PlannedCall
 from app.threads import activity as cell
 from app.threads import plan as cells
+from app.threads.activity import Activity
 from app.threads.plan import PlanStep, PlanStepStatus
 from app.threads.writer import create_message, update_message
 from app.tools.registry import get_registry
@@ -45,23 +50,21 @@ RECALL_LIMIT = 5
 RECALLED_CHARS = 500
 
 
-class PlanHost(Protocol):
-    """What the planner needs from the run executing it (app/orchestrator/runner.py)."""
+@dataclass(frozen=True, slots=True)
+class ToolStep:
+    """Make this call as the plan step `step_id`; the loop sends back its final cell."""
 
-    deps: RunnerDeps
+    call: dict[str, Any]  # OpenAI format, as a model turn's call
+    step_id: str
 
-    async def execute_calls(
-        self,
-        state: RunState,
-        spec: LoopSpec,
-        calls: list[dict[str, Any]],
-        messages: list[dict[str, Any]],
-        step_id: str | None = None,
-    ) -> list[PlannedCall]: ...
 
-    async def answer(
-        self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
-    ) -> Outcome: ...
+@dataclass(frozen=True, slots=True)
+class AnswerStep:
+    """Stream the answer, without tools: `messages` end with what the plan did."""
+
+
+StepRequest = ToolStep | AnswerStep
+StepAnswer = Activity | None  # what the loop sends back: a tool step's final cell
 
 
 async def _ignore_text(_: str) -> None:
@@ -69,14 +72,17 @@ async def _ignore_text(_: str) -> None:
 
 
 class PlanExecution:
-    def __init__(self, host: PlanHost, state: RunState, spec: LoopSpec) -> None:
-        self.host, self.deps, self.state, self.spec = host, host.deps, state, spec
+    def __init__(self, deps: RunnerDeps, state: RunState, spec: LoopSpec) -> None:
+        self.deps, self.state, self.spec = deps, state, spec
         self.tools = [*spec.allowed, *spec.delegates]
         self.memory = MEMORY_TOOL in spec.allowed
         self.message: ThreadMessage | None = None
         self.plan: dict[str, Any] = {}
 
-    async def run(self, messages: list[dict[str, Any]]) -> Outcome:
+    async def steps(
+        self, messages: list[dict[str, Any]]
+    ) -> AsyncGenerator[StepRequest, StepAnswer]:
+        """The plan's steps for the loop to execute; memory steps are the plan's own."""
         await self._show(cells.planning(), create=True)
         steps = await self._make_plan(messages)
         failed: str | None = None
@@ -85,13 +91,19 @@ class PlanExecution:
                 reason = f"Skipped: step {failed} failed."
                 await self._step(step.id, PlanStepStatus.SKIPPED, error=reason)
                 continue
-            ok = await (
-                self._memory(step, messages)
-                if step.action == "memory"
-                else self._tool(step, messages)
-            )
+            if step.action == "memory":
+                ok = await self._memory(step, messages)
+            else:
+                call = await self._tool_started(step)
+                activity = yield ToolStep(call, step.id)  # the loop ran it: its final cell
+                ok = await self._tool_ended(step, activity)
             failed = None if ok else step.id
-        return await self._complete(steps[-1], messages)
+        completion = steps[-1]
+        await self._step(completion.id, PlanStepStatus.IN_PROGRESS)
+        messages.append({"role": "system", "content": self._summary(completion)})
+        yield AnswerStep()
+        done = cells.step_changed(self.plan, completion.id, PlanStepStatus.OK)
+        await self._show(cells.completed(done))
 
     # -- planning ----------------------------------------------------------------------
     async def _make_plan(self, messages: list[dict[str, Any]]) -> list[PlanStep]:
@@ -127,18 +139,17 @@ class PlanExecution:
         raise LLMError("invalid_plan", reason)
 
     # -- steps -------------------------------------------------------------------------
-    async def _tool(self, step: PlanStep, messages: list[dict[str, Any]]) -> bool:
+    async def _tool_started(self, step: PlanStep) -> dict[str, Any]:
+        """The step's call, its plan step shown running with the call's id."""
         call_id = f"call_plan_{secrets.token_hex(6)}"
-        call = {
+        await self._step(step.id, PlanStepStatus.IN_PROGRESS, tool_call_id=call_id)
+        return {
             "id": call_id,
             "type": "function",
             "function": {"name": step.tool or "", "arguments": json.dumps(step.args or {})},
         }
-        await self._step(step.id, PlanStepStatus.IN_PROGRESS, tool_call_id=call_id)
-        [planned] = await self.host.execute_calls(
-            self.state, self.spec, [call], messages, step_id=step.id
-        )
-        activity = planned.message.tool_activity if planned.message is not None else None
+
+    async def _tool_ended(self, step: PlanStep, activity: Activity | None) -> bool:
         if cell.status_of(activity) == cell.SUCCESS:
             detail = (activity or {}).get("display_message") or f"{step.tool} succeeded"
             await self._step(step.id, PlanStepStatus.OK, detail=detail)
@@ -174,13 +185,6 @@ class PlanExecution:
         await self._step(step.id, PlanStepStatus.OK, detail=detail)
         return True
 
-    async def _complete(self, step: PlanStep, messages: list[dict[str, Any]]) -> Outcome:
-        await self._step(step.id, PlanStepStatus.IN_PROGRESS)
-        messages.append({"role": "system", "content": self._summary(step)})
-        text, note = await self.host.answer(self.state, self.spec, messages)
-        await self._show(cells.completed(cells.step_changed(self.plan, step.id, PlanStepStatus.OK)))
-        return text, note
-
     def _summary(self, completion: PlanStep) -> str:
         """What the completion is told: the plan's outcome, step by step."""
         lines = []
@@ -212,10 +216,3 @@ class PlanExecution:
             await update_message(session, self.message, plan=plan)
 
         await self.deps.write(work)
-
-
-async def run_plan(
-    host: PlanHost, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
-) -> Outcome:
-    """The planner's run; the runner calls this instead of its tool loop."""
-    return await PlanExecution(host, state, spec).run(messages)

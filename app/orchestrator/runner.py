@@ -5,16 +5,23 @@ after the first delta, later text published ephemerally, the final text written 
 end); its tool calls become tool messages. A specialist the agent delegates to runs the
 same loop with its own toolset; its tool activities land in the same thread (marked
 `input.delegated_by`) and its answer is the delegating call's result.
+
+Whatever decides a turn's calls (the model, a request's pre-flight `tool_calls`, a
+planner's tool step, which its plan yields to this loop: planner.py) they go the one way
+of `_execute_turn`: planned (call_plan.py), recorded in one commit, executed
+(tool_calls.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
+from collections.abc import AsyncGenerator
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import msgspec
@@ -28,7 +35,6 @@ from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.delegation import (
     FALLBACK_TYPE,
     Outcome,
-    delegate_definition,
     delegates_for,
 )
 from app.orchestrator.history import load_history
@@ -40,9 +46,8 @@ from app.orchestrator.outage import (
     write_retrying,
 )
 from app.orchestrator.reply import ReplyStream
-from app.orchestrator.tool_calls import PlannedCall, ToolCallRunner, plan_call, tool_message_fields
+from app.orchestrator.tool_calls import CallOutcome, ToolCallRunner
 from app.threads import repository
-from app.threads.writer import create_messages, creates_alone
 from app.tools.base import ToolResult
 from app.tools.executor import bare_call_arguments
 from app.tools.registry import get_registry
@@ -168,7 +173,7 @@ class RunExecution:
         if state.options.get("tool_calls"):
             await self._pre_execute(state, spec, messages)
         if spec.config.planner:  # plan first, then run the plan's steps (planner.py)
-            text, note = await planner.run_plan(self, state, spec, messages)
+            text, note = await self._follow_plan(state, spec, messages)
         else:
             text, note = await self._loop(state, spec, messages)
 
@@ -192,7 +197,8 @@ class RunExecution:
         tools: list[dict[str, Any]] = msgspec.json.decode(
             _function_definitions(tuple(spec.allowed))
         )
-        return tools + [delegate_definition(name, agent) for name, agent in spec.delegates.items()]
+        offered = spec.delegates.items()
+        return tools + [delegation.delegate_definition(name, agent) for name, agent in offered]
 
     async def _loop(
         self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
@@ -206,17 +212,13 @@ class RunExecution:
             turn = await self._model_turn(spec, target, prompt, tools)
             if not turn.tool_calls:
                 return turn.text, None
-            planned = await self._record_turn(state, spec, turn)
-            messages.append(
-                {"role": "assistant", "content": turn.text or None, "tool_calls": turn.tool_calls}
-            )
-            messages.extend(await self._run_calls(state, spec, planned))
-            if any(p.immediate is not None for p in planned):
+            outcomes = await self._execute_turn(state, spec, turn, messages)
+            if any(done.spent_budget for done in outcomes):
                 return (
                     None,
                     f"I stopped here: this run used up its budget of {spec.config.tool_call_budget} tool calls.",
                 )
-            repeats = repeats + 1 if all(_is_duplicate(p) for p in planned) else 0
+            repeats = repeats + 1 if all(done.duplicate for done in outcomes) else 0
             if repeats >= 2:
                 return (
                     None,
@@ -238,43 +240,32 @@ class RunExecution:
         finally:
             await self.reply.settle()
 
-    async def _record_turn(
-        self, state: RunState, spec: LoopSpec, turn: ModelTurn, step_id: str | None = None
-    ) -> list[PlannedCall]:
-        """The assistant's tool calls and every call's tool message: one commit."""
-        budget, depth = spec.config.tool_call_budget, self.deps.settings.delegation_max_depth
-        planned = [
-            plan_call(call, spec, state, budget, max_depth=depth) for call in turn.tool_calls
-        ]
-        for call in planned:
-            call.step_id = step_id
-
-        ttl = self.deps.settings.approval_ttl_seconds
-        rows = [tool_message_fields(call, state, ttl) for call in planned]
-        if spec.writes_text and self.reply.message is None:
-            rows.insert(0, {  # text that came whole with the calls is written here
-                "role": "assistant", "content": turn.text or None, "is_user_facing": bool(turn.text),
-                "tool_calls": turn.tool_calls, "run_id": self.run.id,
-            })  # fmt: skip
-
-        async def work(session: AsyncSession) -> None:
-            if spec.writes_text:
-                await self.reply.write(session, content=turn.text, tool_calls=turn.tool_calls)
-            created = await create_messages(session, self.run.thread_id, rows)
-            for call, message in zip(planned, created[len(created) - len(planned) :], strict=True):
-                call.message = message
-
-        streamed = spec.writes_text and self.reply.message is not None  # a second statement
-        alone = not streamed and creates_alone(rows)
-        await (self.deps.write_alone if alone else self.deps.write)(work)
-        if spec.writes_text:
-            self.reply.start()
-        return planned
+    async def _follow_plan(
+        self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
+    ) -> Outcome:
+        """A planner's run: the plan yields its steps, this loop executes each one and
+        sends back what the plan needs to go on (a tool step's final cell)."""
+        outcome: Outcome = (None, None)
+        steps = planner.PlanExecution(self.deps, state, spec).steps(messages)
+        async with contextlib.aclosing(steps):
+            answer: planner.StepAnswer = None
+            while (step := await _next_step(steps, answer)) is not None:
+                match step:
+                    case planner.ToolStep(call=call, step_id=step_id):
+                        turn = ModelTurn(tool_calls=[call])
+                        [done] = await self._execute_turn(state, spec, turn, messages, step_id)
+                        answer = done.message.tool_activity
+                    case planner.AnswerStep():  # one model turn without tools: the reply
+                        no_tools = replace(spec, allowed=[], delegates={})
+                        outcome = await self._loop(state, no_tools, messages)
+                        answer = None
+        return outcome
 
     async def _pre_execute(
         self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
     ) -> None:
-        """Request metadata `tool_calls`: run before the model, results in its context."""
+        """Request metadata `tool_calls`: run before the model, results in its context;
+        a call that cannot be made (`refused`, by index) fails with the reason."""
         calls, refused = [], {}
         for index, item in enumerate(state.options["tool_calls"]):
             if isinstance(item, str):  # by name alone: its no-argument action, or an error
@@ -290,55 +281,42 @@ class RunExecution:
                     "function": {"name": name, "arguments": json.dumps(args)},
                 }
             )
-        await self.execute_calls(state, spec, calls, messages, refused=refused)
+        await self._execute_turn(state, spec, ModelTurn(tool_calls=calls), messages, None, refused)
 
-    async def execute_calls(
+    async def _execute_turn(
         self,
         state: RunState,
         spec: LoopSpec,
-        calls: list[dict[str, Any]],
+        turn: ModelTurn,
         messages: list[dict[str, Any]],
         step_id: str | None = None,
         refused: dict[int, ToolResult] | None = None,
-    ) -> list[PlannedCall]:
-        """Calls decided without the model (pre-flight, a plan's tool step): recorded and
-        run like a model turn's, their results appended to `messages`. `refused` (by
-        index) fail at once with the given self-correcting result."""
-        planned = await self._record_turn(state, spec, ModelTurn(tool_calls=calls), step_id)
-        for index, failure in (refused or {}).items():
-            planned[index].immediate = failure
-        messages.append({"role": "assistant", "content": None, "tool_calls": calls})
-        messages.extend(await self._run_calls(state, spec, planned))
-        return planned
+    ) -> list[CallOutcome]:
+        """The turn's calls planned, recorded and run (tool_calls.py); the assistant's
+        calls and their results are appended to `messages` for the next model turn."""
+        # a delegated call runs the specialist's loop in this run's state
+        calls = ToolCallRunner(self.deps, state, self.reply, partial(self._loop, state))
+        outcomes = await calls.execute_turn(spec, turn, step_id=step_id, refused=refused)
+        messages.append(
+            {"role": "assistant", "content": turn.text or None, "tool_calls": turn.tool_calls}
+        )
+        messages.extend(
+            {"role": "tool", "tool_call_id": done.call.id, "content": done.content}
+            for done in outcomes
+        )
+        return outcomes
 
-    async def answer(
-        self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
-    ) -> Outcome:
-        """One model turn without tools, streamed as the reply (a plan's completion)."""
-        return await self._loop(state, replace(spec, allowed=[], delegates={}), messages)
 
-    async def _run_calls(
-        self, state: RunState, spec: LoopSpec, planned: list[PlannedCall]
-    ) -> list[dict[str, Any]]:
-        """Run one turn's calls; a delegated call runs the specialist in this run's state."""
-
-        async def delegate(call: PlannedCall, specialist: Agent) -> ToolResult:
-            assignment = delegation.assign(
-                call, specialist, self.deps.settings, spec, state.specialists
-            )
-            if isinstance(assignment, ToolResult):
-                return assignment
-            specialist_loop = self._loop(state, assignment.spec, assignment.history)
-            return await delegation.answer(assignment, specialist_loop)
-
-        return await ToolCallRunner(self.deps, state, delegate).run_all(spec, planned)
+async def _next_step(
+    steps: AsyncGenerator[planner.StepRequest, planner.StepAnswer], answer: planner.StepAnswer
+) -> planner.StepRequest | None:
+    try:
+        return await steps.asend(answer)
+    except StopAsyncIteration:
+        return None
 
 
 @lru_cache(maxsize=256)
 def _function_definitions(names: tuple[str, ...]) -> bytes:
     """Generating JSON Schemas takes milliseconds; tools do not change in a process."""
     return msgspec.json.encode(get_registry().function_definitions(names))
-
-
-def _is_duplicate(planned: PlannedCall) -> bool:
-    return planned.result is not None and planned.result.duplicate

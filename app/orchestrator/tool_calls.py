@@ -1,5 +1,7 @@
-"""One model turn's tool calls: each a `tool` message going in_progress -> success|failure.
+"""One turn's planned tool calls, executed: each a `tool` message going in_progress ->
+success|failure.
 
+`call_plan.py` has given every call its kind; `_dispatch` runs each kind in one `match`.
 The calls run concurrently, each isolated (one failing or raising never discards the
 others); their results, or self-correcting errors, go back to the model as tool messages
 whose content is stored on the row so later runs see exactly what this one did.
@@ -15,213 +17,210 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Agent, ThreadMessage
+from app.db.models import ThreadMessage
 from app.orchestrator import delegation
+from app.orchestrator.call_plan import (
+    AwaitsApproval,
+    AwaitsDevice,
+    Delegate,
+    Duplicate,
+    PlannedCall,
+    Refused,
+    RunTool,
+    TurnRules,
+    plan_turn,
+    tool_message_row,
+)
 from app.orchestrator.cell_stream import CellStream
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
+from app.orchestrator.llm import ModelTurn
+from app.orchestrator.reply import ReplyStream
 from app.orchestrator.waits import wait_for_user
 from app.threads import activity as cell
-from app.threads.writer import update_message
+from app.threads.writer import create_messages, creates_alone, update_message
 from app.tools.base import ToolContext, ToolResult
-from app.tools.device import validate_device_call
 from app.tools.events import FanOutToolEvents, LoggingToolEvents
-from app.tools.executor import (
-    SAFE_SYSTEM_ERROR,
-    execute_tool_call,
-    parse_call,
-    parsed_input,
-    with_preview,
-)
-from app.tools.toolsets import get_device_tool
+from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, with_preview
 from app.tools.unit import CallUnit
-from app.tools.validation import ParsedCall, decode_arguments
 
 logger = logging.getLogger(__name__)
-Delegate = Callable[["PlannedCall", Agent], Awaitable[ToolResult]]
+# The runner's loop, for a specialist: its spec and history -> its answer.
+RunLoop = Callable[[LoopSpec, list[dict[str, Any]]], Awaitable[delegation.Outcome]]
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """A call once executed: its tool message as last written, what the model reads,
+    and the result, unless the user or the phone answered the call (then it is None)."""
+
+    call: PlannedCall
+    message: ThreadMessage
+    content: str
+    result: ToolResult | None
+
+    @property
+    def spent_budget(self) -> bool:
+        """Refused for the run's spent budget: the loop stops after this turn."""
+        return isinstance(self.call, Refused) and self.call.spent_budget
+
+    @property
+    def duplicate(self) -> bool:
+        """Answered from an identical earlier call (an approved repeat included)."""
+        return self.result is not None and self.result.duplicate
 
 
 @dataclass
-class PlannedCall:
-    id: str
-    name: str
-    arguments: str | dict[str, Any]
-    input: dict[str, Any] | None
-    status: str = cell.IN_PROGRESS
-    user_facing: bool = True
-    delegate: Agent | None = None
-    immediate: ToolResult | None = None  # decided without running (e.g. budget spent)
-    # an ask_* the loop may not make (disabled, unknown, depth), or a device call's
-    # arguments off its schema: the cell fails at once and the model corrects itself
-    refused: ToolResult | None = None
-    parsed: ParsedCall | ToolResult | None = None  # validated once, here; run as it is
-    start_message: str | None = None  # the tool's own word for the running cell
-    result: ToolResult | None = None
-    wait_seconds: float | None = None  # awaiting_device: how long the phone has to answer
-    step_id: str | None = None  # the plan step this call executes (planner runs)
-    message: ThreadMessage | None = field(default=None, repr=False)
-    stream: CellStream | None = field(default=None, repr=False)  # while the tool runs
-    unit: CallUnit | None = field(default=None, repr=False)  # its writes, held for the cell
+class _InFlight:
+    """One call's execution state: its message as last written and, while its tool
+    runs, the cell stream and the unit of work holding the tool's writes."""
 
-
-def _input_of(arguments: str | dict[str, Any]) -> dict[str, Any] | None:
-    decoded = decode_arguments(arguments)
-    return decoded if isinstance(decoded, dict) else None
-
-
-def plan_call(
-    call: dict[str, Any], spec: LoopSpec, state: RunState, budget: int, *, max_depth: int = 1
-) -> PlannedCall:
-    function = call.get("function") or {}
-    name, arguments = str(function.get("name") or ""), function.get("arguments") or ""
-    planned = PlannedCall(id=call["id"], name=name, arguments=arguments, input=None)
-    if state.calls_made >= budget:
-        planned.immediate = ToolResult.failure(
-            f"The tool-call budget of this run ({budget} calls) is used up; the call was not made.",
-            "user_error",
-            suggestion="Answer with what you have.",
-        )
-    elif name in spec.delegates:
-        planned.delegate = spec.delegates[name]
-    elif name in spec.allowed and (device := get_device_tool(name)) is not None:
-        _plan_device_call(planned, device, arguments)
-    elif spec.config.delegation and delegation.is_delegate_name(name):
-        planned.refused = delegation.refusal(name, spec, max_depth)
-    else:
-        planned.parsed = parse_call(name, arguments, allowed=spec.allowed)
-        if not isinstance(planned.parsed, ToolResult):
-            tool, action, params = planned.parsed
-            planned.input = parsed_input(action, params)
-            planned.user_facing = tool.is_user_facing_call(action)
-            planned.start_message = tool.start_message(action, params)
-            if tool.needs_confirmation(action):
-                planned.status = cell.AWAITING_APPROVAL
-    if planned.input is None:  # not a valid call of ours: the arguments as they came
-        planned.input = _input_of(arguments)
-    state.calls_made += planned.immediate is None
-    if spec.delegated_by is not None:
-        planned.input = {**(planned.input or {}), "delegated_by": spec.delegated_by}
-    return planned
-
-
-def _plan_device_call(planned: PlannedCall, device: Any, arguments: Any) -> None:
-    """The phone runs it: valid arguments make the cell wait for the device's answer."""
-    checked = validate_device_call(device, arguments)
-    if isinstance(checked, ToolResult):
-        planned.refused = checked  # the cell fails at once; the model corrects itself
-        return
-    planned.input = checked
-    planned.user_facing = device.is_user_facing
-    planned.status = cell.AWAITING_DEVICE
-    planned.wait_seconds = device.timeout_seconds
-
-
-def tool_message_fields(
-    planned: PlannedCall, state: RunState, approval_ttl: float
-) -> dict[str, Any]:
-    """The new tool message of a planned call (in_progress, awaiting_approval or
-    awaiting_device)."""
-    return {
-        "role": "tool",
-        "run_id": state.run.id,
-        "tool_call_id": planned.id,
-        "is_user_facing": planned.user_facing,
-        "tool_activity": cell.started(
-            planned.id,
-            planned.name,
-            planned.input,
-            approval_ttl=approval_ttl if planned.status == cell.AWAITING_APPROVAL else None,
-            device_ttl=planned.wait_seconds if planned.status == cell.AWAITING_DEVICE else None,
-            display_message=planned.start_message,
-            step_id=planned.step_id,
-        ),
-    }
+    message: ThreadMessage
+    stream: CellStream | None = field(default=None, repr=False)
+    unit: CallUnit | None = field(default=None, repr=False)
 
 
 class ToolCallRunner:
-    def __init__(self, deps: RunnerDeps, state: RunState, delegate: Delegate) -> None:
-        self.deps, self.state, self.delegate = deps, state, delegate
+    """One turn's calls, from the model's (or a plan step's) call dicts to their results."""
 
-    async def run_all(self, spec: LoopSpec, calls: list[PlannedCall]) -> list[dict[str, Any]]:
-        contents = await asyncio.gather(*(self._run_one(spec, call) for call in calls))
-        return [
-            {"role": "tool", "tool_call_id": call.id, "content": content}
-            for call, content in zip(calls, contents, strict=True)
-        ]
+    def __init__(
+        self, deps: RunnerDeps, state: RunState, reply: ReplyStream, run_loop: RunLoop
+    ) -> None:
+        self.deps, self.state, self.reply, self.run_loop = deps, state, reply, run_loop
 
-    async def _run_one(self, spec: LoopSpec, planned: PlannedCall) -> str:
+    async def execute_turn(
+        self,
+        spec: LoopSpec,
+        turn: ModelTurn,
+        *,
+        step_id: str | None = None,
+        refused: dict[int, ToolResult] | None = None,
+    ) -> list[CallOutcome]:
+        """Plan the calls, record them in one commit, run them concurrently. `refused`
+        (by index) fail at once with the given self-correcting result."""
+        settings = self.deps.settings
+        rules = TurnRules(spec, spec.config.tool_call_budget, settings.delegation_max_depth)
+        planned = plan_turn(turn.tool_calls, rules, self.state, step_id=step_id, refused=refused)
+        recorded = await self._record(spec, turn, planned)
+        pairs = zip(planned, recorded, strict=True)
+        return list(await asyncio.gather(*(self._run_one(spec, *pair) for pair in pairs)))
+
+    async def _record(
+        self, spec: LoopSpec, turn: ModelTurn, planned: list[PlannedCall]
+    ) -> list[ThreadMessage]:
+        """The assistant's tool calls and every call's tool message: one commit."""
+        run, reply, ttl = self.state.run, self.reply, self.deps.settings.approval_ttl_seconds
+        rows = [tool_message_row(call, run.id, ttl) for call in planned]
+        if spec.writes_text and reply.message is None:
+            rows.insert(0, {  # text that came whole with the calls is written here
+                "role": "assistant", "content": turn.text or None, "is_user_facing": bool(turn.text),
+                "tool_calls": turn.tool_calls, "run_id": run.id,
+            })  # fmt: skip
+
+        async def work(session: AsyncSession) -> list[ThreadMessage]:
+            if spec.writes_text:
+                await reply.write(session, content=turn.text, tool_calls=turn.tool_calls)
+            created = await create_messages(session, run.thread_id, rows)
+            return created[len(created) - len(planned) :]
+
+        streamed = spec.writes_text and reply.message is not None  # a second statement
+        alone = not streamed and creates_alone(rows)
+        recorded = await (self.deps.write_alone if alone else self.deps.write)(work)
+        if spec.writes_text:
+            reply.start()
+        return recorded
+
+    async def _run_one(
+        self, spec: LoopSpec, call: PlannedCall, message: ThreadMessage
+    ) -> CallOutcome:
+        flight = _InFlight(message)
         try:
-            result = await self._result(spec, planned)
+            result = await self._dispatch(spec, call, flight)
         except asyncio.CancelledError:
-            if planned.stream is not None:
-                planned.stream.abandon()
-            self._discard_unit(planned)  # a cancelled call leaves nothing behind
+            if flight.stream is not None:
+                flight.stream.abandon()
+            self._discard_unit(flight)  # a cancelled call leaves nothing behind
             raise
         except Exception:  # isolation: one broken call never takes its siblings down
-            logger.exception("tool call %s (%s) failed in the runner", planned.id, planned.name)
+            logger.exception("tool call %s (%s) failed in the runner", call.id, call.name)
             result = ToolResult.failure(SAFE_SYSTEM_ERROR, "system_error")
-        planned.result = result
         if result is None:  # answered elsewhere (approval denied, device result, expiry): written
-            assert planned.message is not None
-            return planned.message.content or ""
-        await self._finish(planned, result)
-        return result.to_model_content()
+            return CallOutcome(call, flight.message, flight.message.content or "", None)
+        await self._finish(flight, result)
+        return CallOutcome(call, flight.message, result.to_model_content(), result)
 
-    async def _result(self, spec: LoopSpec, planned: PlannedCall) -> ToolResult | None:
-        if planned.immediate is not None:
-            return planned.immediate
-        if planned.refused is not None:
-            return planned.refused
-        if planned.delegate is not None:
-            return await self.delegate(planned, planned.delegate)
-        if planned.status == cell.AWAITING_DEVICE:
-            await self._wait_for_user(planned, planned.wait_seconds or 0)
-            return None  # the app's result (or the expiry) is on the message already
-        if planned.status == cell.AWAITING_APPROVAL:
-            await self._wait_for_user(planned, self.deps.settings.approval_ttl_seconds)
-            assert planned.message is not None
-            if cell.status_of(planned.message.tool_activity) != cell.IN_PROGRESS:
-                return None
-        planned.stream = self._stream(planned)
-        planned.unit = CallUnit(self.deps.session_factory)
+    async def _dispatch(
+        self, spec: LoopSpec, call: PlannedCall, flight: _InFlight
+    ) -> ToolResult | None:
+        """The call's result; None when the user or the phone answered it (written)."""
+        match call:
+            case Refused(result=result):
+                return result
+            case Delegate():
+                return await self._ask(spec, call)
+            case AwaitsDevice(wait_seconds=seconds):
+                await self._wait_for_user(flight, seconds)
+                return None  # the app's result (or the expiry) is on the message already
+            case AwaitsApproval():
+                await self._wait_for_user(flight, self.deps.settings.approval_ttl_seconds)
+                if cell.status_of(flight.message.tool_activity) != cell.IN_PROGRESS:
+                    return None  # denied or expired
+                return await self._run_tool(spec, call, flight)
+            case Duplicate() | RunTool():
+                return await self._run_tool(spec, call, flight)
+
+    async def _ask(self, spec: LoopSpec, call: Delegate) -> ToolResult:
+        """The specialist's loop, in this run's state: its answer is the call's result."""
+        settings, specialists = self.deps.settings, self.state.specialists
+        assignment = delegation.assign(
+            call.id, call.question, call.agent, settings, spec, specialists
+        )
+        specialist_loop = self.run_loop(assignment.spec, assignment.history)
+        return await delegation.answer(assignment, specialist_loop)
+
+    async def _run_tool(
+        self, spec: LoopSpec, call: AwaitsApproval | Duplicate | RunTool, flight: _InFlight
+    ) -> ToolResult:
+        """Through the executor, with the call as planned (validated once, at planning);
+        the run's cache answers a repeated call from the first one's result."""
+        flight.stream = self._stream(flight)
+        flight.unit = CallUnit(self.deps.session_factory)
         ctx = ToolContext(
             user=self.state.user,
             agent=spec.agent,
             thread_id=self.state.run.thread_id,
             run_id=self.state.run.id,
-            tool_call_id=planned.id,
+            tool_call_id=call.id,
             session_factory=self.deps.session_factory,
             http=self.deps.http,
             settings=self.deps.settings,
             state=self.state.tool_state,
-            unit=planned.unit,
+            unit=flight.unit,
         )
         return await execute_tool_call(
             ctx,
-            planned.name,
-            planned.arguments,
+            call.name,
+            call.arguments,
             allowed=spec.allowed,
             cache=self.state.cache,
-            events=FanOutToolEvents([planned.stream, LoggingToolEvents()]),
-            parsed=planned.parsed,
+            events=FanOutToolEvents([flight.stream, LoggingToolEvents()]),
+            parsed=call.parsed,
         )
 
-    async def _wait_for_user(self, planned: PlannedCall, longest: float) -> None:
-        assert planned.message is not None
+    async def _wait_for_user(self, flight: _InFlight, longest: float) -> None:
         async with self.state.deadline_paused(longest):
-            planned.message = await wait_for_user(self.deps, planned.message)
+            flight.message = await wait_for_user(self.deps, flight.message)
 
-    def _stream(self, planned: PlannedCall) -> CellStream:
+    def _stream(self, flight: _InFlight) -> CellStream:
         """Progress and output of the call, written to its message coalesced."""
-        message = planned.message
-        assert message is not None
+        message = flight.message
 
         async def write(activity: cell.Activity) -> None:
-            assert planned.unit is not None
-            async with planned.unit.held() as session:
+            assert flight.unit is not None
+            async with flight.unit.held() as session:
                 if session is not None:  # joins the held unit: committed with the outcome
                     await self._update(session, message, tool_activity=activity)
                     return
-            await self._write(planned, tool_activity=activity)
+            await self._write(flight, tool_activity=activity)
 
         settings = self.deps.settings
         return CellStream(
@@ -232,31 +231,29 @@ class ToolCallRunner:
             interval=settings.tool_flush_seconds,
         )
 
-    async def _finish(self, planned: PlannedCall, result: ToolResult) -> None:
+    async def _finish(self, flight: _InFlight, result: ToolResult) -> None:
         """The cell's final state, in one transaction with the call's own writes when it
         succeeded; a failed call's writes are rolled back (the model was told it failed)."""
-        assert planned.message is not None
-        latest = await planned.stream.settled() if planned.stream is not None else None
+        latest = await flight.stream.settled() if flight.stream is not None else None
         result = result if result.preview else with_preview(result)
         if not result.ok:
-            self._discard_unit(planned)  # the cell goes in a session of its own
-        unit = planned.unit.take() if planned.unit is not None and result.ok else None
+            self._discard_unit(flight)  # the cell goes in a session of its own
+        unit = flight.unit.take() if flight.unit is not None and result.ok else None
         await self._write(
-            planned,
+            flight,
             session=unit,
-            tool_activity=cell.finished(latest or planned.message.tool_activity, result),
+            tool_activity=cell.finished(latest or flight.message.tool_activity, result),
             content=result.to_model_content(),
         )
 
-    def _discard_unit(self, planned: PlannedCall) -> None:
-        if planned.unit is not None:
-            self.deps.background(planned.unit.discard())
+    def _discard_unit(self, flight: _InFlight) -> None:
+        if flight.unit is not None:
+            self.deps.background(flight.unit.discard())
 
     async def _write(
-        self, planned: PlannedCall, session: AsyncSession | None = None, **changes: Any
+        self, flight: _InFlight, session: AsyncSession | None = None, **changes: Any
     ) -> None:
-        message = planned.message
-        assert message is not None
+        message = flight.message
         await self.deps.write(lambda current: self._update(current, message, **changes), session)
 
     @staticmethod

@@ -49,6 +49,10 @@ class ToolCallCache:
         args = {"action": action, **msgspec.to_builtins(params)}
         return name, msgspec.json.encode(args, order="sorted")
 
+    def holds(self, key: tuple[str, bytes]) -> bool:
+        """An identical call was made (or is running) and its result is kept for repeats."""
+        return key in self._entries
+
     def claim(self, key: tuple[str, bytes]) -> asyncio.Future[ToolResult] | None:
         """The earlier call's future, or None after reserving the key for this call."""
         existing = self._entries.get(key)
