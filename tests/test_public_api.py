@@ -59,14 +59,6 @@ TEMPORARY_FILES: dict[str, str] = {
 
 # Single uses outside those files, as (file, source text of the import or attribute): none.
 ALLOWED: dict[tuple[str, str], str] = {
-    (
-        "app/lib/openapi.py",
-        "from litestar._openapi.schema_generation import SchemaCreator",
-    ): "being removed on this branch",
-    (
-        "app/lib/openapi.py",
-        "from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin",
-    ): "being removed on this branch",
     ("app/lib/requests.py", "self._connection_state"): "being removed on this branch",
     (
         "app/realtime/channels.py",
