@@ -59,7 +59,6 @@ TEMPORARY_FILES: dict[str, str] = {
 
 # Single uses outside those files, as (file, source text of the import or attribute): none.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("app/lib/requests.py", "self._connection_state"): "being removed on this branch",
     (
         "app/realtime/channels.py",
         "RealtimeChannels._pub_worker overrides a private of a base",
