@@ -58,25 +58,7 @@ TEMPORARY_FILES: dict[str, str] = {
 }
 
 # Single uses outside those files, as (file, source text of the import or attribute): none.
-ALLOWED: dict[tuple[str, str], str] = {
-    (
-        "app/realtime/channels.py",
-        "RealtimeChannels._pub_worker overrides a private of a base",
-    ): "being removed on this branch",
-    (
-        "app/realtime/channels.py",
-        "RealtimeChannels._sub_worker overrides a private of a base",
-    ): "being removed on this branch",
-    ("app/realtime/channels.py", "self._backend"): "being removed on this branch",
-    ("app/realtime/channels.py", "self._backend._pub_sub"): "being removed on this branch",
-    ("app/realtime/channels.py", "self._channels"): "being removed on this branch",
-    ("app/realtime/channels.py", "self._pub_queue"): "being removed on this branch",
-    ("app/realtime/channels.py", "super()._sub_worker"): "being removed on this branch",
-    ("app/realtime/subscription.py", "plugin._backend"): "being removed on this branch",
-    ("app/realtime/subscription.py", "self._backend"): "being removed on this branch",
-    ("app/realtime/subscription.py", "self._plugin"): "being removed on this branch",
-    ("app/realtime/subscription.py", "self._task"): "being removed on this branch",
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 # Import cycles (sets of modules) being broken on other branches; the lead deletes each
 # entry when merging the branch named.
