@@ -10,8 +10,9 @@ import anyio
 import click
 from advanced_alchemy.extensions.litestar import SQLAlchemyPlugin
 from litestar import Litestar
-from litestar.cli._utils import LitestarGroup
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.cli.groups import app_group, with_app
 
 if TYPE_CHECKING:
     from app.db.models import User
@@ -49,14 +50,14 @@ async def user_or_fail(session: AsyncSession, email: str) -> User:
     return user
 
 
-@click.group(cls=LitestarGroup, name="users", help="Manage users.")
-def users_group() -> None: ...
+users_group = app_group("users", "Manage users.")
 
 
 @users_group.command(name="create", help="Create a user.")
 @click.option("--email", required=True)
 @click.option("--password", required=True)
 @click.option("--staff", is_flag=True, default=False)
+@with_app
 def create_user_command(app: Litestar, email: str, password: str, staff: bool) -> None:
     from app.accounts.services import create_user, get_user_by_email
     from app.lib.problems import ProblemException
@@ -74,6 +75,7 @@ def create_user_command(app: Litestar, email: str, password: str, staff: bool) -
 
 
 @users_group.command(name="list", help="List users: email, staff, live tokens, id.")
+@with_app
 def list_users_command(app: Litestar) -> None:
     from app.accounts.services import list_users
 
@@ -85,6 +87,7 @@ def list_users_command(app: Litestar) -> None:
 @users_group.command(name="set-password", help="Set a user's password (the sign-up policy).")
 @click.option("--email", required=True)
 @click.option("--password", required=True, prompt=True, hide_input=True)
+@with_app
 def set_password_command(app: Litestar, email: str, password: str) -> None:
     from app.accounts.services import set_password
     from app.lib.problems import ProblemException
@@ -100,12 +103,12 @@ def set_password_command(app: Litestar, email: str, password: str) -> None:
     click.echo(f"Password of {email} changed (its tokens stay valid: `tokens revoke`).")
 
 
-@click.group(cls=LitestarGroup, name="tokens", help="Manage API tokens.")
-def tokens_group() -> None: ...
+tokens_group = app_group("tokens", "Manage API tokens.")
 
 
 @tokens_group.command(name="list", help="A user's live tokens: id, created, expires.")
 @click.option("--email", required=True)
+@with_app
 def list_tokens_command(app: Litestar, email: str) -> None:
     from app.accounts.services import live_tokens
 
@@ -120,6 +123,7 @@ def list_tokens_command(app: Litestar, email: str) -> None:
 @tokens_group.command(name="revoke", help="Revoke a user's tokens (all, or --token-id).")
 @click.option("--email", required=True)
 @click.option("--token-id", type=click.UUID, default=None, help="Only this token.")
+@with_app
 def revoke_tokens_command(app: Litestar, email: str, token_id: UUID | None) -> None:
     from app.accounts.services import revoke_user_tokens
 
@@ -132,8 +136,7 @@ def revoke_tokens_command(app: Litestar, email: str, token_id: UUID | None) -> N
     click.echo(f"Revoked {revoked} token(s) of {email}; open sockets close within seconds.")
 
 
-@click.group(cls=LitestarGroup, name="agents", help="Manage agents.")
-def agents_group() -> None: ...
+agents_group = app_group("agents", "Manage agents.")
 
 
 @agents_group.command(name="create", help="Create an agent and print its id.")
@@ -143,6 +146,7 @@ def agents_group() -> None: ...
 @click.option("--model", default=None)
 @click.option("--system-prompt", default=None)
 @click.option("--shared", is_flag=True, default=False, help="Visible to every user.")
+@with_app
 def create_agent_command(
     app: Litestar,
     owner_email: str,
@@ -174,11 +178,11 @@ def create_agent_command(
     click.echo(str(agent.id))
 
 
-@click.group(cls=LitestarGroup, name="seed", help="Load data to explore.")
-def seed_group() -> None: ...
+seed_group = app_group("seed", "Load data to explore.")
 
 
 @seed_group.command(name="demo", help="Create (or refresh) the demo user, agents and threads.")
+@with_app
 def seed_demo_command(app: Litestar) -> None:
     from app.cli.demo import seed_demo
 

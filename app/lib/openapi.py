@@ -24,7 +24,6 @@ from dataclasses import field as dataclass_field
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 import msgspec
-from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import OpenAPI, OpenAPIType, Schema
 from litestar.plugins import OpenAPISchemaPlugin
@@ -34,8 +33,13 @@ from app.lib.openapi_docs import documented
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from litestar._openapi.schema_generation import SchemaCreator
     from litestar.typing import FieldDefinition
+
+# The `schema_creator` Litestar hands to `OpenAPISchemaPlugin.to_openapi_schema`; its class
+# lives in a private module, so it is not named here. Only its public members are used:
+# `plugins` (every schema plugin, in the order Litestar consults them) and what the
+# plugins themselves call on it.
+SchemaCreator = Any
 
 
 def _branches(type_info: msgspec.inspect.Type) -> list[msgspec.inspect.Type]:
@@ -67,22 +71,60 @@ def _string_item_schemas(schema: Schema) -> list[Schema]:
     return found
 
 
-class StrictStructSchemaPlugin(StructSchemaPlugin):
-    """Request-body Structs (`forbid_unknown_fields`) documented as strictly as decoded."""
+def _is_struct(field_definition: FieldDefinition) -> bool:
+    return not field_definition.is_union and field_definition.is_subclass_of(msgspec.Struct)
+
+
+class StructSchemaTweak(OpenAPISchemaPlugin):
+    """Litestar's own schema of a Struct, adjusted (`adjust`).
+
+    Claims the Structs `wants` accepts, asks the schema plugin Litestar would have used
+    for them had this one not claimed them (the next plugin supporting the field, through
+    the public plugin protocol), and adjusts what it returns. Subclassing Litestar's
+    Struct plugin instead would import it from a private module.
+    """
+
+    def wants(self, config: msgspec.structs.StructConfig) -> bool:
+        raise NotImplementedError
+
+    def adjust(self, schema: Schema, info: msgspec.inspect.StructType) -> None:
+        raise NotImplementedError
 
     def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
-        if not super().is_plugin_supported_field(field_definition):
-            return False
         config = getattr(field_definition.type_, "__struct_config__", None)
-        return bool(config and config.forbid_unknown_fields)
+        return _is_struct(field_definition) and config is not None and self.wants(config)
 
     def to_openapi_schema(
         self, field_definition: FieldDefinition, schema_creator: SchemaCreator
     ) -> Schema:
-        schema = super().to_openapi_schema(field_definition, schema_creator)
-        schema.additional_properties = False
+        schema = self._litestars_plugin(field_definition, schema_creator).to_openapi_schema(
+            field_definition, schema_creator
+        )
         info = msgspec.inspect.type_info(field_definition.type_)
-        for field in getattr(info, "fields", ()):
+        assert isinstance(info, msgspec.inspect.StructType)
+        self.adjust(schema, info)
+        return schema
+
+    @staticmethod
+    def _litestars_plugin(field_definition: FieldDefinition, schema_creator: SchemaCreator) -> Any:
+        for plugin in schema_creator.plugins:
+            if isinstance(plugin, StructSchemaTweak):
+                continue
+            supports = getattr(plugin, "is_plugin_supported_field", None)
+            if supports is not None and supports(field_definition):
+                return plugin
+        raise LookupError(f"no schema plugin for {field_definition.type_!r}")
+
+
+class StrictStructSchemaPlugin(StructSchemaTweak):
+    """Request-body Structs (`forbid_unknown_fields`) documented as strictly as decoded."""
+
+    def wants(self, config: msgspec.structs.StructConfig) -> bool:
+        return config.forbid_unknown_fields
+
+    def adjust(self, schema: Schema, info: msgspec.inspect.StructType) -> None:
+        schema.additional_properties = False
+        for field in info.fields:
             constrained = _list_item_string(field.type)
             prop = (schema.properties or {}).get(field.encode_name)
             if constrained is None or not isinstance(prop, Schema):
@@ -90,10 +132,9 @@ class StrictStructSchemaPlugin(StructSchemaPlugin):
             for item in _string_item_schemas(prop):
                 item.min_length = constrained.min_length
                 item.max_length = constrained.max_length
-        return schema
 
 
-class OmittedNullStructSchemaPlugin(StructSchemaPlugin):
+class OmittedNullStructSchemaPlugin(StructSchemaTweak):
     """Response Structs with `omit_defaults`: a field defaulting to None is left out of
     the body rather than sent as null, so it is documented as its type, not required.
 
@@ -103,25 +144,17 @@ class OmittedNullStructSchemaPlugin(StructSchemaPlugin):
     while an optional `$ref` is.
     """
 
-    def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
-        if not super().is_plugin_supported_field(field_definition):
-            return False
-        config = getattr(field_definition.type_, "__struct_config__", None)
-        return bool(config and config.omit_defaults and not config.forbid_unknown_fields)
+    def wants(self, config: msgspec.structs.StructConfig) -> bool:
+        return config.omit_defaults and not config.forbid_unknown_fields
 
-    def to_openapi_schema(
-        self, field_definition: FieldDefinition, schema_creator: SchemaCreator
-    ) -> Schema:
-        schema = super().to_openapi_schema(field_definition, schema_creator)
-        info = msgspec.inspect.type_info(field_definition.type_)
-        for field in getattr(info, "fields", ()):
+    def adjust(self, schema: Schema, info: msgspec.inspect.StructType) -> None:
+        for field in info.fields:
             prop = (schema.properties or {}).get(field.encode_name)
             if field.default is not None or not isinstance(prop, Schema) or not prop.one_of:
                 continue
             members = [m for m in prop.one_of if getattr(m, "type", None) != OpenAPIType.NULL]
             if len(members) == 1:
                 schema.properties[field.encode_name] = members[0]  # type: ignore[index]
-        return schema
 
 
 def _literal_members(field_definition: FieldDefinition) -> tuple[list[Any], bool] | None:

@@ -12,6 +12,9 @@ from litestar.types import Empty
 
 # The dependency that authenticates a request (app/accounts/deps.py).
 AUTH_DEPENDENCY = "current_user"
+# Where `json()` keeps the decoded body in the request's state (the ASGI scope's "state",
+# which every Request built on the same scope shares).
+DECODED_JSON_KEY = "toolcells.decoded_json"
 
 
 class ApiRequest(Request[Any, Any, Any]):
@@ -28,6 +31,7 @@ class ApiRequest(Request[Any, Any, Any]):
             raise SerializationException("The request body is not valid UTF-8.") from exc
         except RecursionError as exc:
             raise SerializationException("The request body's JSON is nested too deeply.") from exc
+        self.state[DECODED_JSON_KEY] = value
         if AUTH_DEPENDENCY not in self.route_handler.parsed_fn_signature.parameters:
             self.check_body_types(value)
         return value
@@ -57,5 +61,4 @@ class ApiRequest(Request[Any, Any, Any]):
     def decoded_json(self) -> Any:
         """The JSON body as already decoded for this request (shared through the ASGI
         scope, so a request built later for the exception handler sees it), or None."""
-        value = self._connection_state.json
-        return None if value is Empty else value
+        return self.state.get(DECODED_JSON_KEY)

@@ -23,7 +23,7 @@ from app.db.models import Run, RunStatus
 from app.openai_compat.trace import run_messages
 from app.realtime.channels import RealtimeChannels
 from app.realtime.events import DeltaFrame, MessageFrame
-from app.realtime.subscription import CallbackSubscriber
+from app.realtime.fanout import Listener
 from app.realtime.wire import decode_event
 
 POLL_SECONDS = 1.0
@@ -53,11 +53,10 @@ class RunWatch:
         self._wake = asyncio.Event()
         self._check = False  # the run may have changed: read the database
         self._ended = False
-        self._subscriber: CallbackSubscriber | None = None
+        self._subscriber: Listener | None = None
 
     async def __aenter__(self) -> RunWatch:
         subscriber = await self.channels.subscribe(self.channels.channel_for(self.thread_id))
-        assert isinstance(subscriber, CallbackSubscriber)
         subscriber.on_payload = self._on_payload
         self._subscriber = subscriber
         return self
@@ -68,9 +67,7 @@ class RunWatch:
             subscriber.on_payload = None
             # shielded: a disconnecting client cancels us, the unsubscribe must still happen
             with contextlib.suppress(Exception):
-                await asyncio.shield(
-                    self.channels.unsubscribe(subscriber, self.channels.channel_for(self.thread_id))
-                )
+                await asyncio.shield(self.channels.unsubscribe(subscriber))
 
     # -- events (called in the channels plugin's receiving task: never block or raise) ---
     def _on_payload(self, payload: bytes) -> None:

@@ -17,7 +17,7 @@ from app.settings import Settings
 
 class OrchestratorPlugin(InitPluginProtocol):
     """Register last: its lifespan exits first, so runs end while the database and the
-    publisher are still up."""
+    realtime plugin (its change sink) are still up."""
 
     def __init__(self, settings: Settings, db_config: SQLAlchemyAsyncConfig) -> None:
         self.settings, self.db_config = settings, db_config

@@ -6,18 +6,18 @@ import anyio
 import click
 from advanced_alchemy.extensions.litestar import SQLAlchemyPlugin
 from litestar import Litestar
-from litestar.cli._utils import LitestarGroup
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from uuid_utils.compat import uuid7
 
+from app.cli.groups import app_group, with_app
 
-@click.group(cls=LitestarGroup, name="push", help="Push notifications.")
-def push_group() -> None: ...
+push_group = app_group("push", "Push notifications.")
 
 
 @push_group.command(name="test", help="Send a test notification to a user's devices.")
 @click.option("--email", required=True)
+@with_app
 def push_test_command(app: Litestar, email: str) -> None:
     settings = app.state.settings
     if not settings.push_enabled:

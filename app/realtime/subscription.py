@@ -13,7 +13,7 @@ Order of work (DESIGN.md, "the database is the truth"):
 5. a `g` event (events may have been lost while Redis was unreachable) back-fills
    likewise and sends the latest run again, without waiting for the thread's next event.
 
-Live events arrive through a callback (`CallbackSubscriber`), not a queue and a task per
+Live events arrive through a callback (a fan-out `Listener`), not a queue and a task per
 subscription: an idle subscription costs a few small objects, and a task exists only
 while a replay or back-fill reads the database. A subscription knows its socket only
 through `SocketCallbacks` (as litestar's `Subscriber.run_in_background` knows only its
@@ -28,11 +28,10 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import msgspec
-from litestar.channels import ChannelsPlugin, Subscriber
 
 from app.db.models import Run, ThreadMessage
 from app.observability import metrics
@@ -49,6 +48,10 @@ from app.realtime.store import CatchUp, RealtimeStore
 from app.realtime.wire import RUN_STATUS_RANK, ChannelEvent, decode_event, encode_probe
 from app.threads.serializers import message_read, run_read
 
+if TYPE_CHECKING:
+    from app.realtime.channels import RealtimeChannels
+    from app.realtime.fanout import Listener
+
 logger = logging.getLogger(__name__)
 _encode = msgspec.json.Encoder().encode
 PAGE_SIZE = 200
@@ -59,29 +62,9 @@ class ClientTooSlow(Exception):
     """Raised by a send that waited too long for room in the socket's queue."""
 
 
-class CallbackSubscriber(Subscriber):
-    """A channels Subscriber that hands each event to a callback (no queue, no task)."""
-
-    def __init__(self, plugin: Any, max_backlog: int | None = None, backlog_strategy: Any = None):
-        self._plugin, self._backend, self._task = plugin, plugin._backend, None
-        self.on_payload: Callable[[bytes], None] | None = None
-
-    def put_nowait(self, item: bytes | None) -> bool:
-        if item is not None and self.on_payload is not None:
-            self.on_payload(item)
-        return True
-
-    async def put(self, item: bytes | None) -> None:
-        self.put_nowait(item)
-
-    @property
-    def qsize(self) -> int:
-        return 0
-
-
-def _unsubscribe_later(channels: Any, channel: str, done: asyncio.Future[Any]) -> None:
+def _unsubscribe_later(channels: RealtimeChannels, done: asyncio.Future[Listener]) -> None:
     if not done.cancelled() and done.exception() is None:
-        task = asyncio.ensure_future(channels.unsubscribe(done.result(), channel))
+        task = asyncio.ensure_future(channels.unsubscribe(done.result()))
         _background.add(task)
         task.add_done_callback(_background.discard)
 
@@ -103,7 +86,7 @@ class SocketCallbacks:
 class Source:
     """Where a subscription reads from: the thread's channel and the database."""
 
-    channels: ChannelsPlugin
+    channels: RealtimeChannels
     channel: str
     store: RealtimeStore
     user_id: UUID
@@ -119,7 +102,7 @@ class ThreadSubscription:
         self.after_seq = after_seq
         self.sent_seq = after_seq
         self._run_ranks: dict[str, int] = {}
-        self._subscriber: CallbackSubscriber | None = None
+        self._subscriber: Listener | None = None
         self._probe: bytes | None = None
         self._probe_seen: asyncio.Event | None = None
         self._buffer: list[bytes] | None = []  # not None while replaying or back-filling
@@ -141,7 +124,7 @@ class ThreadSubscription:
             subscriber, self._subscriber = self._subscriber, None
             metrics.subscription_ended()
             subscriber.on_payload = None
-            await self.source.channels.unsubscribe(subscriber, self.source.channel)
+            await self.source.channels.unsubscribe(subscriber)
 
     async def _send_frame(self, frame: Frame) -> None:
         await self.socket.send(_encode(frame).decode())
@@ -192,9 +175,8 @@ class ThreadSubscription:
         try:
             subscriber = await asyncio.shield(pending)
         except asyncio.CancelledError:  # stopped mid-subscribe: don't leak the subscriber
-            pending.add_done_callback(lambda done: _unsubscribe_later(channels, channel, done))
+            pending.add_done_callback(lambda done: _unsubscribe_later(channels, done))
             raise
-        assert isinstance(subscriber, CallbackSubscriber)
         self._subscriber = subscriber
         metrics.subscription_started()
         subscriber.on_payload = self._on_payload

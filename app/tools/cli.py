@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import click
 from litestar import Litestar
-from litestar.cli._utils import LitestarGroup
 
+from app.cli.groups import app_group, with_app
 
-@click.group(cls=LitestarGroup, name="tools", help="Inspect tools and migrate agents' tools.")
-def tools_group() -> None: ...
+tools_group = app_group("tools", "Inspect tools and migrate agents' tools.")
 
 
 @tools_group.command(name="list", help="Tools, their actions and the agent types offering them.")
@@ -42,6 +41,7 @@ def list_tools_command() -> None:
     default=False,
     help="Domain tools back to legacy names (for a rollback); effective tools stay the same.",
 )
+@with_app
 def consolidate_command(app: Litestar, dry_run: bool, reverse: bool) -> None:
     from app.cli.commands import run_in_session
     from app.tools.consolidate import rewrite_enabled_tools

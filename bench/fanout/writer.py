@@ -3,7 +3,7 @@
 Reads `<rate> <seconds>` lines on stdin; for each, writes tool-activity progress updates
 through app/threads/writer.py at that rate (one transaction each) and publishes them
 after commit through Redis (RealtimeChannels, as a server process would). It prints
-`c <thread_id> <seq> <monotonic>` as each commit is handed to the publisher, then
+`c <thread_id> <seq> <monotonic>` as each commit is handed to the change sinks, then
 `done <commits> <seconds>`. CLOCK_MONOTONIC is system-wide, so times compare across processes.
 """
 
@@ -20,8 +20,9 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from app.db.config import build_sqlalchemy_config
 from app.realtime.channels import RealtimeChannels
 from app.realtime.events import Frame, MessageFrame
-from app.realtime.publisher import InProcessPublisher, get_publisher
+from app.realtime.sink import FrameSink
 from app.settings import Settings
+from app.threads import changes
 from bench.fanout.load import write_at_rate
 
 
@@ -37,9 +38,7 @@ async def main(database_url: str, redis_url: str, prefix: str, tools_json: str) 
     )
     db_config = build_sqlalchemy_config(settings)
     factory = async_sessionmaker(db_config.get_engine(), expire_on_commit=False)
-    publisher = get_publisher()
-    assert isinstance(publisher, InProcessPublisher)
-    publisher.add_listener(stamp)  # before the relay: the stamp is the commit time
+    changes.register(FrameSink(stamp))  # before the relay's sink: the stamp is the commit time
     loop = asyncio.get_running_loop()
     async with RealtimeChannels(settings, db_config):
         print("ready", flush=True)

@@ -17,7 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent, Run, ThreadMessage
 from app.realtime.events import Frame, MessageFrame, RunFrame
-from app.realtime.publisher import InProcessPublisher, get_publisher
+from app.realtime.sink import FrameSink
+from app.threads import changes
 from app.threads.activity import OPEN_STATUSES as OPEN
 from tests.conftest import ApiUser, make_api_user
 from tests.support.fake_llm import FakeLLM
@@ -38,13 +39,12 @@ class FrameRecorder:
 
     @contextmanager
     def listening(self) -> Iterator[None]:
-        publisher = get_publisher()
-        assert isinstance(publisher, InProcessPublisher)
-        publisher.add_listener(self)
+        sink = FrameSink(self)
+        changes.register(sink)
         try:
             yield
         finally:
-            publisher.remove_listener(self)
+            changes.unregister(sink)
 
     async def wait_for(self, predicate: Callable[[Frame], bool], timeout: float = 10) -> Frame:  # noqa: ASYNC109
         async with asyncio.timeout(timeout):

@@ -266,9 +266,8 @@ async def test_socket_survives_client_leaving_mid_replay(
     def thread_subscribers() -> list[object]:
         return [
             subscriber
-            for name, subscribers in channels._channels.items()
-            if name != channels.control_channel
-            for subscriber in subscribers
+            for subscriber in channels.fanout.listeners()
+            if subscriber.channel != channels.control_channel
         ]
 
     async with asyncio.timeout(5):
@@ -285,13 +284,13 @@ async def test_channels_of_left_threads_are_forgotten(
         for thread_id in threads:
             await ws.subscribe(thread_id)
             await ws.wait_type("subscribed", thread_id=thread_id)
-        assert {channels.channel_for(uuid.UUID(t)) for t in threads} <= set(channels._channels)
+        assert {channels.channel_for(uuid.UUID(t)) for t in threads} <= set(channels.channel_names)
         await ws.send({"type": "unsubscribe", "thread_id": threads[0]})
         await ws.send({"type": "ping"})
         await ws.wait_type("pong")
-        assert channels.channel_for(uuid.UUID(threads[0])) not in channels._channels
-        assert channels.channel_for(uuid.UUID(threads[1])) in channels._channels
+        assert channels.channel_for(uuid.UUID(threads[0])) not in channels.channel_names
+        assert channels.channel_for(uuid.UUID(threads[1])) in channels.channel_names
     # the socket closed: its other threads are gone too, the control channel stays
     async with asyncio.timeout(5):
-        while set(channels._channels) != {channels.control_channel}:  # noqa: ASYNC110
+        while set(channels.channel_names) != {channels.control_channel}:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
