@@ -28,7 +28,6 @@ def upgrade() -> None:
                 "plan",
                 sa.JSON()
                 .with_variant(postgresql.JSONB(astext_type=sa.Text()), "cockroachdb")
-                .with_variant(advanced_alchemy.types.json.ORA_JSONB(), "oracle")
                 .with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
                 nullable=True,
             )
