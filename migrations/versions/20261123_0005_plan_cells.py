@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import advanced_alchemy.types
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
