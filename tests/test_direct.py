@@ -1,5 +1,5 @@
-"""Statements straight through the driver (app/db/direct.py), on both dialects: the same
-answers as SQLAlchemy's path without SQLAlchemy executing them, writes inside the
+"""The hot path's Core statements (app/db/direct.py), on both dialects: the same answers
+as `session.execute`, every statement seen by the engine's events, writes inside the
 session's transaction (kept on commit, gone on rollback), SQLAlchemy's own errors, and a
 PostgreSQL connection that failed under one not handed out again."""
 
@@ -77,17 +77,20 @@ async def test_answers_as_sqlalchemy_does(
     assert found is not None and found >= 1  # the message bumped it
 
 
-async def test_reads_without_sqlalchemy_executing(
+async def test_engine_events_see_every_statement(
     owned: tuple[ApiUser, uuid.UUID],
     session_factory: async_sessionmaker[AsyncSession],
 ) -> None:
+    """Echo, tracing and the SQLite write queue hear of them (nothing goes around)."""
     owner, thread_id = owned
     params = {"thread_id": thread_id, "owner_id": owner.user.id}
+    engine = session_factory.kw["bind"]
     with sqlalchemy_executions(session_factory) as executed:
         async with reading(session_factory)() as session:
             value = await direct.scalar(session, repository.OWNED_LAST_SEQ, params)
+        await direct.read_alone(engine, repository.OWNED_LAST_SEQ, params)
     assert value == 0
-    assert executed == []
+    assert [statement.split()[0] for statement in executed] == ["SELECT", "SELECT"]
 
 
 async def test_a_read_alone_takes_a_connection_of_its_own_and_gives_it_back(
@@ -171,7 +174,7 @@ async def test_writes_in_the_sessions_transaction(
         async with session_factory() as session:
             kept = await direct.execute(session, writer._BUMP, _bump(thread_id))
             await session.commit()
-    assert executed == []  # neither went through SQLAlchemy's execution
+    assert len(executed) == 2  # both through SQLAlchemy's execution
     assert outcome.keys == ("last_seq", "message_count")
     assert outcome.rows == [(2, 1)] and outcome.rowcount == 1
     assert kept.rows == [(2, 1)]  # the rolled-back bump is gone
@@ -238,15 +241,29 @@ async def test_errors_are_sqlalchemys_and_the_session_rolls_back(
         assert await direct.scalar(session, select(func.count()).select_from(Thread), {}) >= 1
 
 
-async def test_statements_needing_sqlalchemy_at_run_time_are_refused(
-    db: AsyncSession,
+async def test_statements_needing_sqlalchemy_at_run_time_work(
+    owned: tuple[ApiUser, uuid.UUID], session_factory: async_sessionmaker[AsyncSession]
 ) -> None:
-    onupdate_left = update(Thread).where(Thread.id == bindparam("b_id")).values(title="x")
-    with pytest.raises(TypeError, match="updated_at"):
-        await direct.execute(db, onupdate_left, {"b_id": uuid.uuid4()})
+    """A column's `onupdate` and an expanding IN: SQLAlchemy's execution does their part."""
+    _owner, thread_id = owned
+    onupdate_left = (
+        update(Thread.__table__)
+        .where(Thread.__table__.c.id == bindparam("b_id"))
+        .values(title="x")
+        .returning(Thread.__table__.c.updated_at)
+    )
     expanding = select(Thread.id).where(Thread.id.in_(bindparam("ids", expanding=True)))
-    with pytest.raises(TypeError, match="expanding"):
-        await direct.execute(db, expanding, {"ids": [uuid.uuid4()]})
+    async with session_factory() as session:
+        before = await direct.scalar(
+            session,
+            select(Thread.updated_at).where(Thread.id == bindparam("id")),
+            {"id": thread_id},
+        )
+        updated = await direct.scalar(session, onupdate_left, {"b_id": thread_id})
+        found = await direct.execute(session, expanding, {"ids": [thread_id, uuid.uuid4()]})
+        await session.rollback()
+    assert updated is not None and updated >= before
+    assert found.rows == [(thread_id,)]
 
 
 async def test_a_second_writer_of_a_thread_waits_for_the_first(

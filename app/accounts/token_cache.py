@@ -7,8 +7,9 @@ is not cached again for one TTL, so a lookup racing the revocation cannot bring 
 A revocation written straight into the database takes effect within the TTL, like the
 sockets' token check (app/realtime/tokens.py).
 
-Each hit is a fresh detached `User` built from the cached columns: requests never share
-an ORM instance (one could otherwise be attached to two sessions at once).
+Each hit is a fresh `User` built from the cached columns through its constructor: requests
+never share an ORM instance (one could otherwise be attached to two sessions at once). It
+is transient (in no session): handlers read it; one that changes the user loads it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from typing import Any
 from sqlalchemy import inspect
 
 from app.db.models import User
-from app.db.rows import detached
 from app.lib.time import utcnow
 
 MAX_ENTRIES = 10_000
@@ -40,7 +40,7 @@ class TokenCache:
         if entry[0] <= time.monotonic():
             self._entries.pop(digest, None)
             return None
-        return detached(User, entry[1])
+        return User(**entry[1])
 
     def put(self, digest: str, user: User, expires_at: datetime) -> None:
         now = time.monotonic()

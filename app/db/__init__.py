@@ -1,5 +1,1 @@
-"""The database layer. Importing it makes `sqlite+aiosqlite` URLs use the one-trip driver."""
-
-from app.db import sqlite_driver
-
-sqlite_driver.register()
+"""The database layer: models, engine and session configuration, the after-commit outbox."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import await_only
 
 _HELD = "sqlite_write_lock"
@@ -99,16 +99,6 @@ async def _take(queue: _Queue, info: dict[Any, Any], statement: str, parameters:
     if not await _acquire(lock, queue.timeout):
         raise _locked(statement, parameters)
     info[_HELD] = lock
-
-
-async def hold_for_write(connection: AsyncConnection) -> None:
-    """Before a write that skips SQLAlchemy's execution (app/db/direct.py): what the
-    engine's hook does for the others."""
-    sync = connection.sync_connection
-    assert sync is not None
-    queue = _queued.get(sync.engine)
-    if queue is not None and sync.info.get(_HELD) is None:
-        await _take(queue, sync.info, "a write", None)
 
 
 def has_written(connection: Any) -> bool | None:

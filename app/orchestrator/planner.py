@@ -212,7 +212,6 @@ class PlanExecution:
                     session, run.thread_id, role="assistant", content=None, run_id=run.id, plan=plan
                 )
                 return
-            session.add(self.message)  # re-attach the detached row: no SELECT needed
             await update_message(session, self.message, plan=plan)
 
         await self.deps.write(work)

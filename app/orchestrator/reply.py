@@ -20,10 +20,10 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Run, ThreadMessage
+from app.db.models import Run
 from app.orchestrator.context import RunnerDeps
 from app.threads import changes
-from app.threads.writer import create_message, update_message
+from app.threads.writer import Message, create_message, update_message
 
 logger = logging.getLogger(__name__)
 # A few tokens at a model's pace; well below what a reader notices before the first words.
@@ -35,7 +35,7 @@ DELTA_SECONDS = 0.05
 class ReplyStream:
     def __init__(self, deps: RunnerDeps, run: Run) -> None:
         self.deps, self.run = deps, run
-        self.message: ThreadMessage | None = None
+        self.message: Message | None = None
         self.text = ""
         self._creating: asyncio.Task[None] | None = None
         self._began = False
@@ -108,7 +108,6 @@ class ReplyStream:
         """Update the streamed message in `session`; False when there is none (yet)."""
         if self.message is None:
             return False
-        session.add(self.message)  # re-attach the detached row: no SELECT needed
         await update_message(session, self.message, **fields)
         return True
 

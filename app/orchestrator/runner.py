@@ -27,9 +27,7 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import direct
 from app.db.models import Agent, Run, RunStatus
-from app.db.rows import adopt_joined, adopt_rows
 from app.orchestrator import delegation, planner, runs
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.delegation import (
@@ -142,10 +140,10 @@ class RunExecution:
     async def _prepare(self) -> tuple[RunState, LoopSpec, list[dict[str, Any]]]:
         async with self.deps.read_sessions() as session:
             params = {"thread_id": self.run.thread_id, "agent_id": self.run.agent_id}
-            row = (await direct.execute(session, repository.RUN_CONTEXT, params)).first()
+            row = (await session.execute(repository.RUN_CONTEXT, params)).first()
             if row is None:
                 raise LookupError("thread or agent is gone")
-            thread, agent, user = adopt_joined(session, repository.RUN_CONTEXT_MODELS, row)
+            thread, agent, user = row
             options = self.run.options or {}
             config = get_agent_type(agent.agent_type) or FALLBACK_TYPE
             allowed = effective_tools(agent.agent_type, agent.enabled_tools)
@@ -155,8 +153,7 @@ class RunExecution:
             specialists: list[Agent] = []
             if config.delegation:
                 params = {"owner_id": user.id, "agent_id": agent.id}
-                found = await direct.execute(session, repository.SPECIALISTS, params)
-                specialists = adopt_rows(session, Agent, found.mappings())
+                specialists = list(await session.scalars(repository.SPECIALISTS, params))
             delegates, disabled = delegates_for(specialists, narrow=narrow)
             history = await load_history(session, thread.id, agent.system_prompt, self.run.id)
         state = RunState(run=self.run, user=user, options=options, specialists=specialists)

@@ -18,11 +18,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import direct
 from app.db.models import Run, RunStatus, ThreadMessage, runner_heartbeats
-from app.db.rows import adopt_rows
 from app.lib.time import utcnow
 from app.threads import activity as cell
 from app.threads import changes, repository
 from app.threads import plan as plan_cell
+from app.threads.records import StoredRun, stored_runs
 from app.threads.writer import create_message_with, update_message
 
 INTERRUPTED = cell.INTERRUPTED
@@ -75,7 +75,7 @@ def _claim_statement(postgres: bool):
             lease_owner=bindparam("owner"),
             lease_expires_at=bindparam("expires"),
             started_at=bindparam("now"),
-            updated_at=bindparam("now"),  # given: app/db/direct.py runs it
+            updated_at=bindparam("now"),  # the claim's own time, as started_at
         )
         .returning(*_runs.c)
     )
@@ -83,7 +83,7 @@ def _claim_statement(postgres: bool):
 
 async def claim_runs(
     session: AsyncSession, owner: str, lease_seconds: float, *, postgres: bool, slots: int
-) -> list[Run]:
+) -> list[StoredRun]:
     """Atomically move up to `slots` eligible runs to running under our lease, oldest first.
 
     One UPDATE … WHERE status='queued' … RETURNING: on SQLite it holds the write lock; on
@@ -96,7 +96,7 @@ async def claim_runs(
     expires = now + timedelta(seconds=lease_seconds)
     params = {"owner": owner, "expires": expires, "now": now, "slots": slots}
     rows = await direct.execute(session, _claim_statement(postgres), params)
-    claimed = adopt_rows(session, Run, rows.mappings())
+    claimed = stored_runs(rows.mappings())
     claimed.sort(key=lambda run: (run.created_at, run.id))
     for run in claimed:
         changes.run_changed(session, run)
@@ -105,7 +105,7 @@ async def claim_runs(
 
 async def claim_next_run(
     session: AsyncSession, owner: str, lease_seconds: float, *, postgres: bool
-) -> Run | None:
+) -> StoredRun | None:
     """The next eligible run, claimed (or None): `claim_runs` for one slot."""
     claimed = await claim_runs(session, owner, lease_seconds, postgres=postgres, slots=1)
     return claimed[0] if claimed else None
@@ -177,7 +177,7 @@ async def close_open_plan(session: AsyncSession, run_id: UUID, *, error: str) ->
 
 async def finish_run(
     session: AsyncSession, run_id: UUID, owner: str, status: RunStatus, error: str | None = None
-) -> Run | None:
+) -> StoredRun | None:
     """End a run we hold; None if the lease was lost (another process reaped it)."""
     statement = _finish_statement(changes.run_end_values())
     rows = await direct.execute(session, statement, _finish_params(run_id, owner, status, error))
@@ -186,7 +186,7 @@ async def finish_run(
 
 async def finish_run_with_answer(
     session: AsyncSession, run_id: UUID, owner: str, thread_id: UUID, answer: dict[str, Any]
-) -> Run | None:
+) -> StoredRun | None:
     """End a run we hold as completed with its answer (the fields of a new assistant
     message): on PostgreSQL one statement, atomic by itself (writer.create_message_with).
     None if the lease was lost (the answer is stored all the same, as in two statements)."""
@@ -208,44 +208,57 @@ def _finish_params(
     }
 
 
-def _ended(session: AsyncSession, rows: Iterable[Mapping[str, Any]]) -> Run | None:
-    """The ended run's instance, its change announced; None if no row ended."""
-    ended = adopt_rows(session, Run, rows)
+def _ended(session: AsyncSession, rows: Iterable[Mapping[str, Any]]) -> StoredRun | None:
+    """The ended run, its change announced; None if no row ended."""
+    ended = stored_runs(rows)
     if not ended:
         return None
     changes.run_changed(session, ended[0])
     return ended[0]
 
 
-_finish_statements: dict[tuple[tuple[str, int], ...], Any] = {}
+# (hook values, statement): the hooks' values are module-level expressions, compared by
+# identity (SQL expressions overload `==`); one entry per process in practice.
+_finish_statements: list[tuple[dict[str, Any], Any]] = []
+_FINISH_STATEMENTS_KEPT = 8
+
+
+def _same_values(known: dict[str, Any], extra: dict[str, Any]) -> bool:
+    return known.keys() == extra.keys() and all(known[k] is extra[k] for k in extra)
 
 
 def _finish_statement(extra: dict[str, Any]) -> Any:
-    """Built once per set of hook values (one per process in practice): composing an
-    UPDATE costs more than running it, on every turn."""
-    key = tuple((name, id(value)) for name, value in extra.items())
-    statement = _finish_statements.get(key)
-    if statement is None:
-        statement = _finish_statements[key] = (
-            update(_runs)  # Core, as the claim (see there)
-            .where(
-                _runs.c.id == bindparam("run_id"),
-                _runs.c.lease_owner == bindparam("owner"),
-                _runs.c.status == RunStatus.RUNNING.value,
-            )
-            .values(
-                status=bindparam("status"),
-                error=bindparam("error"),
-                finished_at=bindparam("now"),
-                lease_expires_at=None,
-                # given, not left to the column's onupdate: inside a statement with another
-                # UPDATE (finish_run_with_answer) both would bind a parameter `updated_at`
-                updated_at=bindparam("now"),
-                **extra,
-            )
-            .returning(*_runs.c)
-        )
+    """Built once per set of hook values: composing an UPDATE costs more than running it,
+    on every turn."""
+    for known, statement in _finish_statements:
+        if _same_values(known, extra):
+            return statement
+    statement = _build_finish_statement(extra)
+    _finish_statements.append((extra, statement))
+    del _finish_statements[:-_FINISH_STATEMENTS_KEPT]
     return statement
+
+
+def _build_finish_statement(extra: dict[str, Any]) -> Any:
+    return (
+        update(_runs)  # Core, as the claim (see there)
+        .where(
+            _runs.c.id == bindparam("run_id"),
+            _runs.c.lease_owner == bindparam("owner"),
+            _runs.c.status == RunStatus.RUNNING.value,
+        )
+        .values(
+            status=bindparam("status"),
+            error=bindparam("error"),
+            finished_at=bindparam("now"),
+            lease_expires_at=None,
+            # given, not left to the column's onupdate: inside a statement with another
+            # UPDATE (finish_run_with_answer) both would bind a parameter `updated_at`
+            updated_at=bindparam("now"),
+            **extra,
+        )
+        .returning(*_runs.c)
+    )
 
 
 async def running_lease_owners(session: AsyncSession) -> list[str]:

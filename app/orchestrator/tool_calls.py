@@ -258,5 +258,4 @@ class ToolCallRunner:
 
     @staticmethod
     async def _update(session: AsyncSession, message: ThreadMessage, **changes: Any) -> None:
-        session.add(message)  # re-attach the detached row: no SELECT needed
         await update_message(session, message, **changes)

@@ -8,7 +8,6 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Task, User
-from app.db.rows import insert_new
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
@@ -53,4 +52,7 @@ async def find_owned_task(session: AsyncSession, owner_id: UUID, task_id: UUID) 
 
 
 async def create_task(session: AsyncSession, owner_id: UUID, **fields: Any) -> Task:
-    return await insert_new(session, Task(owner_id=owner_id, status="active", **fields))
+    task = Task(owner_id=owner_id, status="active", **fields)
+    session.add(task)
+    await session.flush()
+    return task

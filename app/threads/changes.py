@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Run, ThreadMessage
 from app.db.outbox import on_commit
+from app.threads.records import StoredMessage, StoredRun
 from app.threads.schemas import RunRead, ThreadMessageRead
 from app.threads.serializers import message_read, run_read
 
@@ -56,10 +57,12 @@ class TransactionHook:
     session, which commit or roll back with the change (the push outbox does). Must be
     synchronous and cheap: it runs on every write. No-ops here."""
 
-    def message_changed(self, session: AsyncSession, message: ThreadMessage) -> None:
+    def message_changed(
+        self, session: AsyncSession, message: ThreadMessage | StoredMessage
+    ) -> None:
         """A message was created or updated in this transaction."""
 
-    def run_changed(self, session: AsyncSession, run: Run) -> None:
+    def run_changed(self, session: AsyncSession, run: Run | StoredRun) -> None:
         """A run's status changed in this transaction."""
 
     def run_end_values(self) -> dict[str, Any]:
@@ -106,13 +109,13 @@ def _deliver(method: str, *args: Any) -> None:
             logger.exception("change sink %r failed on %s", sink, method)
 
 
-def message_changed(session: AsyncSession, message: ThreadMessage) -> None:
+def message_changed(session: AsyncSession, message: ThreadMessage | StoredMessage) -> None:
     if _hooks:
         _in_transaction("message_changed", session, message)
     on_commit(session, partial(_deliver, "message_changed", message_read(message)))
 
 
-def run_changed(session: AsyncSession, run: Run) -> None:
+def run_changed(session: AsyncSession, run: Run | StoredRun) -> None:
     if _hooks:
         _in_transaction("run_changed", session, run)
     on_commit(session, partial(_deliver, "run_changed", run_read(run)))

@@ -14,7 +14,6 @@ from sqlalchemy import Select, bindparam, exists, select
 from app.agents.repository import visible_to
 from app.db.models import Agent, Run, Thread, ThreadMessage, User
 from app.db.models.run import ACTIVE_RUN_STATUSES
-from app.db.rows import insert_where, joined_columns
 
 
 # -- threads ------------------------------------------------------------------------------
@@ -33,20 +32,17 @@ _threads = Thread.__table__
 OWNED_LAST_SEQ = select(_threads.c.last_seq).where(
     _threads.c.id == bindparam("thread_id"), _threads.c.owner_id == bindparam("owner_id")
 )
-_agents = Agent.__table__
-# Core, its rows made instances by app/db/rows.py's adopt_joined: (Thread, agent_type)
+# The thread and its agent's type (ORM: the Thread is an instance of the session).
 OWNED_THREAD_AND_AGENT_TYPE = (
-    select(*joined_columns(Thread), _agents.c.agent_type)
-    .join(_agents, _agents.c.id == _threads.c.agent_id)
-    .where(_threads.c.id == bindparam("thread_id"), _threads.c.owner_id == bindparam("owner_id"))
+    select(Thread, Agent.agent_type)
+    .join(Agent, Agent.id == Thread.agent_id)
+    .where(Thread.id == bindparam("thread_id"), Thread.owner_id == bindparam("owner_id"))
 )
 
 
-# A new thread, if its agent is visible to its owner (params `agent_id`, `user_id`): the
-# check and the insert in one statement.
-INSERT_THREAD_FOR_VISIBLE_AGENT = insert_where(
-    Thread,
-    exists().where(Agent.id == bindparam("agent_id"), visible_to(bindparam("user_id"))),
+# Whether an agent is visible to a user (params `agent_id`, `user_id`): a new thread's check.
+AGENT_VISIBLE = select(
+    exists().where(Agent.id == bindparam("agent_id"), visible_to(bindparam("user_id")))
 )
 
 
@@ -86,26 +82,24 @@ def run_triggered_by(message_id: Any) -> Select[Any]:
     return select(Run).where(Run.trigger_message_id == message_id)
 
 
-RUN_CONTEXT_MODELS = (Thread, Agent, User)
-# (Thread, Agent, owner User) a run works with; Core, rows made instances by adopt_joined
+# (Thread, Agent, owner User) a run works with: ORM instances (the run's tools may change
+# its agent), read once per run.
 RUN_CONTEXT = (
-    select(*joined_columns(*RUN_CONTEXT_MODELS))
-    .select_from(_threads)
-    .join(_agents, _agents.c.id == bindparam("agent_id"))
-    .join(User.__table__, User.__table__.c.id == _threads.c.owner_id)
-    .where(_threads.c.id == bindparam("thread_id"))
+    select(Thread, Agent, User)
+    .join_from(Thread, Agent, Agent.id == bindparam("agent_id"))
+    .join_from(Thread, User, User.id == Thread.owner_id)
+    .where(Thread.id == bindparam("thread_id"))
 )
 
 
-# Core (rows made instances by adopt_rows), as the run reads it
 SPECIALISTS = (
-    select(*_agents.c)
+    select(Agent)
     .where(
-        _agents.c.owner_id == bindparam("owner_id"),
-        _agents.c.agent_type == "specialist",
-        _agents.c.id != bindparam("agent_id"),
+        Agent.owner_id == bindparam("owner_id"),
+        Agent.agent_type == "specialist",
+        Agent.id != bindparam("agent_id"),
     )
-    .order_by(_agents.c.name)
+    .order_by(Agent.name)
 )
 
 

@@ -14,7 +14,6 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Run, RunStatus, Thread
-from app.db.rows import insert_new
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
 from app.threads import changes, repository
@@ -36,7 +35,8 @@ async def queue_run(
         status=RunStatus.QUEUED.value,
         options=options,
     )
-    await insert_new(session, run)
+    session.add(run)
+    await session.flush()
     changes.run_changed(session, run)
     changes.run_queued(session, run.id)
     return run

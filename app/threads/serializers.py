@@ -9,6 +9,7 @@ import msgspec
 
 from app.db.models import Run, Thread, ThreadMessage
 from app.threads.plan import Plan
+from app.threads.records import StoredMessage, StoredRun
 from app.threads.schemas import (
     RunDetail,
     RunRead,
@@ -42,7 +43,7 @@ def message_read_of(
     )
 
 
-def message_read(message: ThreadMessage) -> ThreadMessageRead:
+def message_read(message: ThreadMessage | StoredMessage) -> ThreadMessageRead:
     activity, plan = message.tool_activity, message.plan
     return message_read_of(
         message,
@@ -51,7 +52,7 @@ def message_read(message: ThreadMessage) -> ThreadMessageRead:
     )
 
 
-def run_read(run: Run) -> RunRead:
+def run_read(run: Run | StoredRun) -> RunRead:
     return msgspec.convert(run, RunRead, from_attributes=True)  # same names, same shapes
 
 

@@ -7,9 +7,7 @@ from uuid import UUID
 from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import direct
 from app.db.models import Thread, User
-from app.db.rows import adopt_joined, insert_new_if
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
@@ -37,11 +35,11 @@ async def get_owned_thread_for_post(
     """The caller's thread and its agent's type (whether it refuses double texting), in
     one query; any other id answers 404."""
     params = {"thread_id": thread_id, "owner_id": user.id}
-    row = (await direct.execute(session, repository.OWNED_THREAD_AND_AGENT_TYPE, params)).first()
+    row = (await session.execute(repository.OWNED_THREAD_AND_AGENT_TYPE, params)).first()
     if row is None:
         raise ProblemException(404, "Thread not found.")
-    [thread] = adopt_joined(session, [Thread], row)
-    return thread, row[-1]
+    thread, agent_type = row
+    return thread, agent_type
 
 
 async def active_run_id(session: AsyncSession, thread_id: UUID) -> UUID | None:
@@ -51,14 +49,13 @@ async def active_run_id(session: AsyncSession, thread_id: UUID) -> UUID | None:
 async def create_thread(
     session: AsyncSession, user: User, agent_id: UUID, title: str | None
 ) -> Thread:
-    thread = Thread(owner_id=user.id, agent_id=agent_id, title=title, last_activity_at=utcnow())
     params = {"agent_id": agent_id, "user_id": user.id}
-    created = await insert_new_if(
-        session, thread, repository.INSERT_THREAD_FOR_VISIBLE_AGENT, params
-    )
-    if created is None:
+    if not await session.scalar(repository.AGENT_VISIBLE, params):
         raise ProblemException(404, "Agent not found.")
-    return created
+    thread = Thread(owner_id=user.id, agent_id=agent_id, title=title, last_activity_at=utcnow())
+    session.add(thread)
+    await session.flush()
+    return thread
 
 
 async def list_threads(

@@ -5,33 +5,34 @@ bumps `threads.last_seq` (an UPDATE … RETURNING that row-locks the thread on P
 takes SQLite's write lock), stamps the row's `seq`, and announces the change, delivered
 after commit (app/threads/changes.py). Per thread, `seq` is therefore gap-free and in commit order.
 
-Updates are the hot path (a tool's progress, streamed text), so they skip the unit of
-work: prebuilt Core statements, the ORM instance brought up to date with
-`set_committed_value` (as a flush would leave it). On PostgreSQL the bump and the row
-update are one statement (a data-modifying CTE): one round trip instead of two, and the
-thread row is still locked until commit. Rows that are not plainly persistent in this
-session take the ORM path.
+One way to write a message: prebuilt Core statements through `session.execute`, the
+stored row handed back as a `StoredMessage` Struct (app/threads/records.py), never an ORM
+instance. Creates give every column (the columns' Python defaults filled in here, so the
+Struct is the row as stored). On PostgreSQL a create is one statement (the bump as a CTE,
+the rows INSERTed from it); on SQLite the bump, then one INSERT per row.
+`create_message_with` adds another data-modifying statement to a PostgreSQL create (a
+run's end with its answer: one round trip, atomic without BEGIN/COMMIT).
 
-Creates skip the unit of work too: every column given (client-side defaults filled in
-here), the new instances added to the session as persistent, as a flush would leave them.
-On PostgreSQL a create is one statement (the bump as a CTE, the rows INSERTed from it);
-on SQLite the bump, then the rows in one executemany. `create_message_with` adds another
-data-modifying statement to a PostgreSQL create (a run's end with its answer: one round
-trip, atomic without BEGIN/COMMIT).
+Updates are the hot path (a tool's progress, streamed text): a Core UPDATE, the Struct
+then changed to match. On PostgreSQL the bump and the row update are one statement (a
+data-modifying CTE): one round trip instead of two, and the thread row is still locked
+until commit. A message loaded through the ORM (approvals, the reaper) is updated through
+the ORM: its session's unit of work owns that instance.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
 from sqlalchemy import (
+    Column,
     Insert,
     Select,
     Update,
     bindparam,
     insert,
-    inspect,
     select,
     true,
     union_all,
@@ -39,18 +40,21 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import NoResultFound
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db import direct
 from app.db.direct import flush_pending
 from app.db.models import Thread, ThreadMessage
-from app.db.rows import attach_new, new_row
 from app.lib.time import utcnow
 from app.threads.changes import message_changed
+from app.threads.records import StoredMessage, stored_message
+
+# What the writer hands back: a Struct of a row it wrote, or the ORM instance it was given.
+Message = StoredMessage | ThreadMessage
 
 _threads = Thread.__table__
 _messages = ThreadMessage.__table__
 _MESSAGE_COLUMNS = frozenset(_messages.c.keys()) - {"id", "thread_id", "seq", "updated_at"}
+_CREATE_FIELDS = _MESSAGE_COLUMNS | {"id"}  # a message's id may be chosen by its creator
 
 # Bind names must differ from column names (SQLAlchemy reserves those for SET values).
 _BUMP = (
@@ -76,14 +80,6 @@ async def lock_thread(session: AsyncSession, thread_id: UUID) -> None:
     await session.execute(_LOCK, {"b_thread": thread_id})
 
 
-def _sync_thread(session: AsyncSession, thread_id: UUID, values: dict[str, Any]) -> None:
-    """A Thread loaded in this session sees the bump, as synchronize_session did."""
-    thread = session.sync_session.identity_map.get((Thread, (thread_id,), None))
-    if thread is not None:
-        for name, value in values.items():
-            set_committed_value(thread, name, value)
-
-
 async def _bump(
     session: AsyncSession, thread_id: UUID, count: int, *, new: bool
 ) -> tuple[int, int]:
@@ -98,17 +94,12 @@ async def _bump(
     if row is None:
         raise NoResultFound(f"no thread {thread_id}")
     last_seq, message_count = row
-    _sync_thread(
-        session,
-        thread_id,
-        {"last_seq": last_seq, "message_count": message_count, "last_activity_at": now},
-    )
     return int(last_seq), int(message_count)
 
 
 async def create_message(
     session: AsyncSession, thread_id: UUID, *, role: str, **fields: Any
-) -> ThreadMessage:
+) -> StoredMessage:
     [message] = await create_messages(session, thread_id, [{"role": role, **fields}])
     return message
 
@@ -117,51 +108,32 @@ def creates_alone(rows: list[dict[str, Any]]) -> bool:
     """Whether `create_messages(rows)`, with nothing else in its session, is atomic by
     itself and may run without BEGIN/COMMIT (`RunnerDeps.write_alone`): on PostgreSQL it
     is one statement (SQLite's sessions keep their transactions)."""
-    return all(fields.keys() <= _MESSAGE_COLUMNS for fields in rows)
+    return all(fields.keys() <= _CREATE_FIELDS for fields in rows)
 
 
 async def create_messages(
     session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
-) -> list[ThreadMessage]:
+) -> list[StoredMessage]:
     """Several new messages (each a dict of fields incl. `role`) with one thread bump and
     one write of the rows: consecutive seqs and positions, as if created one by one."""
     if not rows:
         return []
+    unknown = {key for fields in rows for key in fields} - _CREATE_FIELDS
+    if unknown:
+        raise TypeError(f"not fields of a new message: {sorted(unknown)}")
     await flush_pending(session)
-    if creates_alone(rows):
-        messages = await _insert(session, thread_id, rows)
-    else:  # e.g. an id given: the unit of work
-        messages = await _create_with_orm(session, thread_id, rows)
+    messages = await _insert(session, thread_id, rows)
     for message in messages:
         message_changed(session, message)
     return messages
 
 
-async def _create_with_orm(
-    session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
-) -> list[ThreadMessage]:
-    count = len(rows)
-    last_seq, last_position = await _bump(session, thread_id, count, new=True)
-    first_seq, first_position = last_seq - count + 1, last_position - count + 1
-    messages = [
-        ThreadMessage(thread_id=thread_id, seq=first_seq + i, position=first_position + i, **fields)
-        for i, fields in enumerate(rows)
-    ]
-    session.add_all(messages)
-    await session.flush()
-    return messages
-
-
-async def update_message(
-    session: AsyncSession, message: ThreadMessage, **changes: Any
-) -> ThreadMessage:
-    # Pending changes of this session (this row's included) are written first, in this
-    # transaction, as the ORM UPDATE of the bump used to autoflush them.
+async def update_message(session: AsyncSession, message: Message, **changes: Any) -> Message:
+    """A new version of `message` (a new seq); `message` itself brought up to date."""
+    # Pending changes of this session are written first, in this transaction, as the ORM
+    # would autoflush them before a query.
     await flush_pending(session)
-    state = inspect(message)
-    if not (state.persistent and state.session_id == session.sync_session.hash_key) or not (
-        changes.keys() <= _MESSAGE_COLUMNS
-    ):
+    if isinstance(message, ThreadMessage) or not changes.keys() <= _MESSAGE_COLUMNS:
         return await _update_with_orm(session, message, changes)
     now = utcnow()
     params = {f"v_{name}": value for name, value in changes.items()}
@@ -171,24 +143,27 @@ async def update_message(
         if row is None:
             raise NoResultFound(f"no thread message {message.id} in thread {message.thread_id}")
         seq = int(row[0])
-        _sync_thread(session, message.thread_id, {"last_seq": seq, "last_activity_at": now})
     else:
         seq, _ = await _bump(session, message.thread_id, 1, new=False)
         params["v_seq"] = seq
         if (await direct.execute(session, _update_row(tuple(changes)), params)).rowcount != 1:
             raise NoResultFound(f"no thread message {message.id}")
     for name, value in changes.items():
-        set_committed_value(message, name, value)
-    set_committed_value(message, "seq", seq)
-    set_committed_value(message, "updated_at", now)
+        setattr(message, name, value)
+    message.seq = seq
+    message.updated_at = now
     message_changed(session, message)
     return message
 
 
 async def _update_with_orm(
-    session: AsyncSession, message: ThreadMessage, changes: dict[str, Any]
-) -> ThreadMessage:
+    session: AsyncSession, message: Message, changes: dict[str, Any]
+) -> Message:
+    """An ORM instance through its unit of work (added to `session` if it is in none)."""
+    if not isinstance(message, ThreadMessage):
+        raise TypeError(f"not columns of a message: {sorted(changes.keys() - _MESSAGE_COLUMNS)}")
     seq, _ = await _bump(session, message.thread_id, 1, new=False)
+    session.add(message)
     for name, value in changes.items():
         setattr(message, name, value)
     message.seq = seq
@@ -244,16 +219,31 @@ def _bump_and_update(names: tuple[str, ...]) -> Update:
     return statement
 
 
-# -- creates: past the unit of work --------------------------------------------------
+# -- creates: Core statements, every column given ------------------------------------
 _INSERTED = tuple(c.key for c in _messages.c if c.key not in ("seq", "position"))
 _INSERT_ROW = insert(_messages)  # every column bound by its key (SQLite's creates)
 _inserts: dict[int, Insert] = {}
 
 
+def _python_default(column: Column[Any]) -> Any:
+    """What SQLAlchemy would write for a column left out of an INSERT: its Python
+    default (a value, or a callable's value), else NULL. (A SQL-expression default or a
+    server default is not expected on this table: the row is returned as written.)"""
+    default = column.default
+    if default is None or not (default.is_scalar or default.is_callable):
+        return None  # none, or the ORM's insert sentinel
+    if default.is_scalar:
+        return default.arg  # type: ignore[attr-defined]
+    return default.arg(None)  # type: ignore[attr-defined]  # wrapped to take a context
+
+
 def _row_values(thread_id: UUID, fields: dict[str, Any], now: Any) -> dict[str, Any]:
-    """Every column of a new row as a flush would write it (seq and position: later)."""
+    """Every column of a new row as SQLAlchemy would write it (seq and position: later)."""
     given = {"created_at": now, "updated_at": now, **fields, "thread_id": thread_id}
-    return new_row(ThreadMessage, given)
+    return {
+        column.key: given[column.key] if column.key in given else _python_default(column)
+        for column in _messages.c
+    }
 
 
 def _insert_rows(count: int) -> Insert:
@@ -296,14 +286,14 @@ def _insert_rows(count: int) -> Insert:
 
 async def _insert(
     session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
-) -> list[ThreadMessage]:
+) -> list[StoredMessage]:
     now = utcnow()
     values = [_row_values(thread_id, fields, now) for fields in rows]
     if session.get_bind().dialect.name == "postgresql":
         placed = await _insert_after_bump(session, thread_id, values, now)
     else:
         placed = await _bump_then_insert(session, thread_id, values)
-    return [_persistent(session, row, *placed[row["id"]]) for row in values]
+    return [_stored(row, *placed[row["id"]]) for row in values]
 
 
 def _insert_params(thread_id: UUID, values: list[dict[str, Any]], now: Any) -> dict[str, Any]:
@@ -312,13 +302,6 @@ def _insert_params(thread_id: UUID, values: list[dict[str, Any]], now: Any) -> d
     for i, row in enumerate(values):
         params.update({f"r{i}_{key}": row[key] for key in _INSERTED})
     return params
-
-
-def _sync_bumped(
-    session: AsyncSession, thread_id: UUID, last_seq: int, count: int, now: Any
-) -> None:
-    values = {"last_seq": last_seq, "message_count": count, "last_activity_at": now}
-    _sync_thread(session, thread_id, values)
 
 
 async def _insert_after_bump(
@@ -330,28 +313,19 @@ async def _insert_after_bump(
     placed = {row_id: (int(seq), int(position)) for row_id, seq, position in inserted.rows}
     if len(placed) != len(values):
         raise NoResultFound(f"no thread {thread_id}")
-    last_seq = max(seq for seq, _ in placed.values())
-    count = max(position for _, position in placed.values())
-    _sync_bumped(session, thread_id, last_seq, count, now)
     return placed
 
 
 # -- a create with another statement, in one round trip (PostgreSQL) ---------------------
-_with_statements: dict[int, tuple[Any, Select[Any]]] = {}
-
-
+@lru_cache(maxsize=8)  # keyed by the statement itself (DML statements hash by identity)
 def _insert_with(also: Any) -> Select[Any]:
     """WITH bump …, ins AS (INSERT one message … RETURNING), also AS (<also>) SELECT the
     message's place and `also`'s row (NULLs if it changed nothing). Built once per `also`."""
-    entry = _with_statements.get(id(also))
-    if entry is None or entry[0] is not also:
-        inserted = _insert_rows(1).cte("ins")
-        other = also.cte("also")
-        columns = [c.label(f"also_{c.key}") for c in other.c]
-        statement = select(inserted.c.id, inserted.c.seq, inserted.c.position, *columns)
-        statement = statement.select_from(inserted.outerjoin(other, true()))
-        entry = _with_statements[id(also)] = (also, statement)
-    return entry[1]
+    inserted = _insert_rows(1).cte("ins")
+    other = also.cte("also")
+    columns = [c.label(f"also_{c.key}") for c in other.c]
+    statement = select(inserted.c.id, inserted.c.seq, inserted.c.position, *columns)
+    return statement.select_from(inserted.outerjoin(other, true()))
 
 
 async def create_message_with(
@@ -360,7 +334,7 @@ async def create_message_with(
     fields: dict[str, Any],
     also: Any,
     params: dict[str, Any],
-) -> tuple[ThreadMessage, dict[str, Any] | None]:
+) -> tuple[StoredMessage, dict[str, Any] | None]:
     """A new message and `also` (a data-modifying statement with RETURNING, built once;
     its parameters in `params`): on PostgreSQL, with `fields` as `creates_alone` takes
     them, one statement, atomic by itself; otherwise the create, then `also`, in the
@@ -378,8 +352,7 @@ async def create_message_with(
         raise NoResultFound(f"no thread {thread_id}")
     result = results[0]
     seq, position = int(result["seq"]), int(result["position"])
-    _sync_bumped(session, thread_id, seq, position, now)
-    message = _persistent(session, row, seq, position)
+    message = _stored(row, seq, position)
     message_changed(session, message)
     other = {key[5:]: value for key, value in result.items() if key.startswith("also_")}
     return message, other if any(value is not None for value in other.values()) else None
@@ -388,21 +361,19 @@ async def create_message_with(
 async def _bump_then_insert(
     session: AsyncSession, thread_id: UUID, values: list[dict[str, Any]]
 ) -> dict[UUID, tuple[int, int]]:
-    """SQLite: the bump, then the rows in one executemany (no unit of work)."""
+    """SQLite: the bump, then the rows (no unit of work)."""
     count = len(values)
     last_seq, last_position = await _bump(session, thread_id, count, new=True)
     placed = {
         row["id"]: (last_seq - count + 1 + i, last_position - count + 1 + i)
         for i, row in enumerate(values)
     }
-    for row in values:  # each on the event loop: cheaper than one executemany's trip
+    for row in values:  # one INSERT per row: the rows of one turn are few
         seq, position = placed[row["id"]]
         await direct.execute(session, _INSERT_ROW, {**row, "seq": seq, "position": position})
     return placed
 
 
-def _persistent(
-    session: AsyncSession, row: dict[str, Any], seq: int, position: int
-) -> ThreadMessage:
-    """The stored row as an instance of `session`, as a flush leaves it: persistent, clean."""
-    return attach_new(session, ThreadMessage, {**row, "seq": seq, "position": position})
+def _stored(row: dict[str, Any], seq: int, position: int) -> StoredMessage:
+    """The row as stored, in its place."""
+    return stored_message({**row, "seq": seq, "position": position})

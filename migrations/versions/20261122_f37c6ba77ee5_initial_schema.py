@@ -55,7 +55,6 @@ def upgrade() -> None:
             "enabled_tools",
             sa.JSON()
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "cockroachdb")
-            .with_variant(advanced_alchemy.types.json.ORA_JSONB(), "oracle")
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
             nullable=True,
         ),
@@ -114,7 +113,6 @@ def upgrade() -> None:
             "tags",
             sa.JSON()
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "cockroachdb")
-            .with_variant(advanced_alchemy.types.json.ORA_JSONB(), "oracle")
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
             nullable=True,
         ),
@@ -229,7 +227,6 @@ def upgrade() -> None:
             "tool_activity",
             sa.JSON()
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "cockroachdb")
-            .with_variant(advanced_alchemy.types.json.ORA_JSONB(), "oracle")
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
             nullable=True,
         ),
@@ -237,7 +234,6 @@ def upgrade() -> None:
             "tool_calls",
             sa.JSON()
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "cockroachdb")
-            .with_variant(advanced_alchemy.types.json.ORA_JSONB(), "oracle")
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
             nullable=True,
         ),
@@ -277,7 +273,6 @@ def upgrade() -> None:
             "options",
             sa.JSON()
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "cockroachdb")
-            .with_variant(advanced_alchemy.types.json.ORA_JSONB(), "oracle")
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
             nullable=True,
         ),

@@ -71,7 +71,6 @@ def upgrade() -> None:
             "last_state",
             sa.JSON()
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "cockroachdb")
-            .with_variant(advanced_alchemy.types.json.ORA_JSONB(), "oracle")
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
             nullable=True,
         ),
@@ -123,7 +122,6 @@ def upgrade() -> None:
             "data",
             sa.JSON()
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "cockroachdb")
-            .with_variant(advanced_alchemy.types.json.ORA_JSONB(), "oracle")
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
             nullable=True,
         ),
@@ -170,7 +168,6 @@ def upgrade() -> None:
             "payload",
             sa.JSON()
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "cockroachdb")
-            .with_variant(advanced_alchemy.types.json.ORA_JSONB(), "oracle")
             .with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
             nullable=False,
         ),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import advanced_alchemy.types
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
@@ -28,7 +27,6 @@ def upgrade() -> None:
                 "plan",
                 sa.JSON()
                 .with_variant(postgresql.JSONB(astext_type=sa.Text()), "cockroachdb")
-                .with_variant(advanced_alchemy.types.json.ORA_JSONB(), "oracle")
                 .with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
                 nullable=True,
             )

@@ -1,29 +1,30 @@
 """The single writer's creates (app/threads/writer.py): on PostgreSQL one statement with
-the thread's bump, on SQLite the bump and one executemany, past the unit of work either
-way; the rows, instances and thread counters are what a flush would have left."""
+the thread's bump, on SQLite the bump and one INSERT per row, Core statements either way;
+the rows, the Structs handed back and the thread counters are what a flush would have
+left."""
 
 from __future__ import annotations
 
 from uuid import UUID
 
 from httpx import AsyncClient
-from sqlalchemy import inspect, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Thread, ThreadMessage
 from app.threads import activity as cell
+from app.threads.records import StoredMessage
 from app.threads.writer import create_message, create_messages, update_message
 from app.tools.base import ToolResult
 from tests.api.support import create_thread
 from tests.conftest import ApiUser
 
 
-async def test_created_messages_are_complete_persistent_and_counted(
+async def test_created_messages_are_complete_stored_and_counted(
     client: AsyncClient, db: AsyncSession, alice: ApiUser
 ) -> None:
     thread_id = UUID((await create_thread(client, alice))["id"])
     started = cell.started("call_1", "tasks", {"action": "list"})
-    thread = await db.get(Thread, thread_id)  # loaded: it must see the bump
     first = await create_message(db, thread_id, role="user", content="hi")
     calls = [{"id": "call_1", "type": "function", "function": {"name": "tasks", "arguments": "{}"}}]
     rows = [
@@ -34,15 +35,18 @@ async def test_created_messages_are_complete_persistent_and_counted(
     messages = [first, *created]
     assert [m.seq for m in messages] == [1, 2, 3]
     assert [m.position for m in messages] == [1, 2, 3]
-    assert thread is not None and (thread.last_seq, thread.message_count) == (3, 3)
-    for message in messages:  # as a flush leaves them: persistent, nothing pending
-        state = inspect(message)
-        assert state.persistent and not state.modified
+    bumped = await db.execute(
+        select(Thread.last_seq, Thread.message_count).where(Thread.id == thread_id)
+    )
+    assert bumped.one() == (3, 3)
+    for message in messages:  # the rows as stored, every column given
+        assert isinstance(message, StoredMessage)
         assert message.id.version == 7 and None not in (message.created_at, message.updated_at)
     assert first.is_user_facing and not created[0].is_user_facing  # the column default
-    # usable in the same transaction like any flushed row
+    # usable in the same transaction like any flushed row, and kept current
     finished = cell.finished(started, ToolResult.success({"count": 0}))
     await update_message(db, created[1], tool_activity=finished)
+    assert created[1].seq == 4 and created[1].tool_activity == finished
     await db.commit()
 
     db.expire_all()

@@ -1,9 +1,10 @@
-"""The statements a database driver was given, as the server would count them.
+"""The statements an engine ran, with BEGIN and COMMIT, as the server would count them.
 
-SQLAlchemy's `before_cursor_execute` misses what app/db/direct.py hands straight to the
-driver, and BEGIN/COMMIT. Here they are seen where every statement passes: SQLite's own
-trace callback on each connection checked out meanwhile, and SQLAlchemy's asyncpg adapter
-(the one funnel of its statements, its BEGIN and its COMMIT). PRAGMAs are left out.
+Every statement goes through SQLAlchemy's execution path, so its public events see them
+all: `before_cursor_execute` for each statement, `begin` and `commit` for the
+transaction (none for a connection in AUTOCOMMIT: app/db/reads.py). On SQLite, as
+pysqlite sends them: BEGIN just before a transaction's first write, COMMIT only after one.
+PRAGMAs are left out.
 
     with driver_statements(engine) as seen:
         ...
@@ -17,22 +18,60 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.dialects.postgresql.asyncpg import (
-    AsyncAdapt_asyncpg_connection,
-    AsyncAdapt_asyncpg_cursor,
-)
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 
 @contextmanager
 def driver_statements(engine: AsyncEngine) -> Iterator[list[str]]:
     seen: list[str] = []
-    if engine.dialect.driver == "asyncpg":
-        with _asyncpg_statements(seen):
-            yield seen
-    else:
-        with _sqlite_statements(engine, seen):
-            yield seen
+    sync_engine = engine.sync_engine
+    lazy = engine.dialect.name == "sqlite"  # pysqlite's BEGIN waits for a write
+
+    def autocommit(connection: Any) -> bool:
+        return connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+
+    def executed(connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("PRAGMA"):
+            return
+        if connection.info.get(_BEGIN) == "pending" and _writes(statement):
+            connection.info[_BEGIN] = "sent"
+            seen.append("BEGIN")
+        seen.append(statement.strip())
+
+    def began(connection: Any) -> None:
+        if autocommit(connection):
+            return
+        connection.info[_BEGIN] = "pending" if lazy else "sent"
+        if not lazy:
+            seen.append("BEGIN")
+
+    def committed(connection: Any) -> None:
+        if connection.info.pop(_BEGIN, None) == "sent":
+            seen.append("COMMIT")
+
+    def rolled_back(connection: Any) -> None:
+        connection.info.pop(_BEGIN, None)
+
+    listeners = [
+        ("before_cursor_execute", executed),
+        ("begin", began),
+        ("commit", committed),
+        ("rollback", rolled_back),
+    ]
+    for name, listener in listeners:
+        event.listen(sync_engine, name, listener)
+    try:
+        yield seen
+    finally:
+        for name, listener in listeners:
+            event.remove(sync_engine, name, listener)
+
+
+_BEGIN = "tests_statements_begin"
+
+
+def _writes(statement: str) -> bool:
+    return statement.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE", "REPLACE", "WITH"))
 
 
 def heads(statements: list[str]) -> list[str]:
@@ -48,59 +87,3 @@ def heads(statements: list[str]) -> list[str]:
         else:
             named.append(verb)
     return named
-
-
-@contextmanager
-def _sqlite_statements(engine: AsyncEngine, seen: list[str]) -> Iterator[None]:
-    def record(statement: str) -> None:
-        if not statement.upper().startswith("PRAGMA"):
-            seen.append(statement.strip())
-
-    def checkout(dbapi_connection: Any, *_: Any) -> None:
-        dbapi_connection.sqlite.set_trace_callback(record)
-
-    def checkin(dbapi_connection: Any, *_: Any) -> None:
-        if dbapi_connection is not None:
-            dbapi_connection.sqlite.set_trace_callback(None)
-
-    pool = engine.sync_engine.pool
-    event.listen(pool, "checkout", checkout)
-    event.listen(pool, "checkin", checkin)
-    try:
-        yield
-    finally:
-        event.remove(pool, "checkout", checkout)
-        event.remove(pool, "checkin", checkin)
-
-
-@contextmanager
-def _asyncpg_statements(seen: list[str]) -> Iterator[None]:
-    execute = AsyncAdapt_asyncpg_cursor._prepare_and_execute
-    begin = AsyncAdapt_asyncpg_connection._start_transaction
-    commit = AsyncAdapt_asyncpg_connection.commit
-
-    async def executed(self: Any, operation: str, parameters: Any) -> None:
-        try:
-            await execute(self, operation, parameters)  # a BEGIN first, if it takes one
-        finally:
-            seen.append(operation)
-
-    async def began(self: Any) -> None:
-        if self.isolation_level != "autocommit":
-            seen.append("BEGIN")
-        await begin(self)
-
-    def committed(self: Any) -> None:
-        if self._started:
-            seen.append("COMMIT")
-        commit(self)
-
-    AsyncAdapt_asyncpg_cursor._prepare_and_execute = executed  # type: ignore[method-assign]
-    AsyncAdapt_asyncpg_connection._start_transaction = began  # type: ignore[method-assign]
-    AsyncAdapt_asyncpg_connection.commit = committed  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        AsyncAdapt_asyncpg_cursor._prepare_and_execute = execute  # type: ignore[method-assign]
-        AsyncAdapt_asyncpg_connection._start_transaction = begin  # type: ignore[method-assign]
-        AsyncAdapt_asyncpg_connection.commit = commit  # type: ignore[method-assign]
