@@ -21,7 +21,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from uuid_utils.compat import uuid7
 
-from app.db.models import LiveActivity, PushDelivery, Run, Thread, User
+from app.db.models import LiveActivity, Run, Thread, User
 from app.db.outbox import on_commit
 from app.db.upsert import dialect_insert
 from app.lib.time import utcnow
@@ -200,11 +200,7 @@ class LiveActivityUpdater:
                 if waiting:
                     held_back = True
                     _dirty.add(activity.thread_id)
-            if rows:
-                insert = dialect_insert(session, PushDelivery.__table__)
-                await session.execute(
-                    insert.on_conflict_do_nothing(index_elements=["event_key", "token"]), rows
-                )
+            await repository.insert_deliveries(session, rows)
             await session.commit()
         if rows:
             self._wake_sender()

@@ -1,4 +1,5 @@
-"""Push queries: statement builders the sender, fan-out and Live Activities execute."""
+"""Push queries: statement builders the sender, fan-out and Live Activities execute, and
+the one insert of delivery rows."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Select, bindparam, delete, select, text, update
+from sqlalchemy import Select, bindparam, delete, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from uuid_utils.compat import uuid7
 
 from app.db.models import (
@@ -20,12 +22,27 @@ from app.db.models import (
     Thread,
     ThreadMessage,
 )
+from app.db.upsert import dialect_insert
 
 BATCH = 50
 
 
+# Every key of a delivery row: rows are inserted many at a time (one executemany), and
+# SQLAlchemy takes the columns of the first row for all of them, so a row missing a key
+# another row has (an alert has no `live_activity_id`, a Live Activity no `device_id`)
+# fails the whole statement.
+_OPTIONAL_DELIVERY_KEYS: dict[str, Any] = {
+    "device_id": None,
+    "live_activity_id": None,
+    "collapse_id": None,
+    "last_error": None,
+    "sent_at": None,
+}
+
+
 def pending_delivery(now: datetime, **fields: Any) -> dict[str, Any]:
-    """A `push_deliveries` row to insert, due now (fields: token, payload, topic, …)."""
+    """A `push_deliveries` row to insert, due now (fields: token, payload, topic, …), with
+    the full key set whatever its kind."""
     return {
         "id": uuid7(),
         "status": "pending",
@@ -33,18 +50,34 @@ def pending_delivery(now: datetime, **fields: Any) -> dict[str, Any]:
         "next_attempt_at": now,
         "created_at": now,
         "updated_at": now,
+        **_OPTIONAL_DELIVERY_KEYS,
         **fields,
     }
 
 
-def pending_events(postgres: bool) -> Select[tuple[PushEvent]]:
-    """Events not yet fanned out, oldest first; on PostgreSQL each is taken by one process
-    (FOR UPDATE SKIP LOCKED), on SQLite the write lock serialises the fan-out."""
+async def insert_deliveries(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    """Insert rows made by `pending_delivery`; one per (event_key, token) ever, so an event
+    fanned out twice (a retry, two processes) reaches each token once."""
+    if rows:
+        insert = dialect_insert(session, PushDelivery.__table__)
+        await session.execute(
+            insert.on_conflict_do_nothing(index_elements=["event_key", "token"]), rows
+        )
+
+
+def next_event(postgres: bool, now: datetime) -> Select[tuple[PushEvent]]:
+    """The oldest event due for fan-out (not fanned out, not dead-lettered, not waiting
+    for a retry); on PostgreSQL taken by one process (FOR UPDATE SKIP LOCKED), on SQLite
+    the write lock serialises the fan-out."""
     query = (
         select(PushEvent)
-        .where(PushEvent.fanned_out_at.is_(None))
+        .where(
+            PushEvent.fanned_out_at.is_(None),
+            PushEvent.dead_at.is_(None),
+            or_(PushEvent.next_attempt_at.is_(None), PushEvent.next_attempt_at <= now),
+        )
         .order_by(PushEvent.created_at, PushEvent.id)
-        .limit(BATCH)
+        .limit(1)
     )
     return query.with_for_update(skip_locked=True) if postgres else query
 
@@ -177,5 +210,6 @@ def prune(before: datetime) -> list[Any]:
             PushDelivery.status.in_(("sent", "failed")), PushDelivery.updated_at < before
         ),
         delete(PushEvent).where(PushEvent.fanned_out_at < before),
+        delete(PushEvent).where(PushEvent.dead_at < before),
         delete(LiveActivity).where(LiveActivity.ended_at < before),
     ]

@@ -93,9 +93,7 @@ class PushSender:
 
     async def cycle(self) -> bool:
         """One round; True if a batch was full (go again at once)."""
-        async with self._sessions() as session:
-            fanned = await fan_out(session, self._settings, postgres=self._postgres)
-            await session.commit()
+        fanned = await fan_out(self._sessions, self._settings, postgres=self._postgres)
         claimed = await self._claim()
         if claimed:
             results = await asyncio.gather(*(self._send(d) for d in claimed))

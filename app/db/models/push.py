@@ -47,6 +47,15 @@ class PushEvent(Base):
     seq: Mapped[int | None] = mapped_column(BigInteger, default=None)
     data: Mapped[dict[str, Any] | None] = mapped_column(JsonB, default=None)
     fanned_out_at: Mapped[datetime | None] = mapped_column(DateTimeUTC(timezone=True), default=None)
+    # An event whose fan-out fails is retried alone (the others go on): after each failure
+    # `next_attempt_at` moves back with the backoff; after PUSH_MAX_ATTEMPTS it is
+    # dead-lettered (`dead_at`, `last_error` say when and why) and never tried again.
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(
+        DateTimeUTC(timezone=True), default=None
+    )
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)
+    dead_at: Mapped[datetime | None] = mapped_column(DateTimeUTC(timezone=True), default=None)
 
 
 class LiveActivity(Base):
