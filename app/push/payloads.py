@@ -4,7 +4,9 @@ The iOS app's contract (docs/api.md, "Push notifications"): every alert carries 
 `thread_id`, `run_id`, `message_id` and `seq` at the top level, so the app syncs the
 thread with `after_seq` and loses nothing; text the app should word in the user's
 language is a localization key with arguments (`loc-key`/`loc-args`, keys in the app's
-Localizable.strings); the start of an answer is sent as it is.
+Localizable.strings); the start of an answer is sent as it is. A time the app reads is
+`YYYY-MM-DDTHH:MM:SSZ`, as in every REST body and frame (Swift's `.iso8601` strategy
+rejects fractional seconds); APNs' own `aps` times are epoch seconds, as Apple requires.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
+
+from app.lib.schema import served_timestamp
 
 # Categories the app registers (UNNotificationCategory) to offer actions.
 APPROVAL_CATEGORY = "APPROVAL_REQUEST"  # actions: approve / deny (POST …/approval)
@@ -138,7 +142,7 @@ def tool_waiting(
             "aps": aps,
             "kind": "device_request" if device else "approval_request",
             "tool_name": tool_name,
-            "expires_at": expires_at.isoformat() if expires_at else None,
+            "expires_at": served_timestamp(expires_at) if expires_at else None,
             **_ids(thread_id, run_id, message_id, seq),
         },
         collapse_id=collapse_id(thread_id),
