@@ -172,3 +172,23 @@ def live_activity(
     if dismissal_date is not None:
         aps["dismissal-date"] = dismissal_date
     return {"aps": aps}
+
+
+# The app's ActivityAttributes struct: push-to-start names it, ActivityKit decodes
+# `attributes` into it (camelCase keys, as the Swift struct has them).
+LIVE_ACTIVITY_ATTRIBUTES_TYPE = "RunActivityAttributes"
+
+
+def live_activity_start(
+    content_state: dict[str, Any], *, thread_id: UUID, run_id: UUID, title: str
+) -> dict[str, Any]:
+    """Push-to-start (iOS 17.2+): the phone starts a Live Activity for a run it did not
+    start; the app then registers the new activity's token for that run
+    (`POST /api/threads/{threadId}/runs/{runId}/live-activity`)."""
+    payload = live_activity("start", content_state)
+    payload["aps"] |= {
+        "attributes-type": LIVE_ACTIVITY_ATTRIBUTES_TYPE,
+        "attributes": {"threadId": str(thread_id), "runId": str(run_id), "title": title},
+        "alert": {"title": title, "loc-key": "LIVE_ACTIVITY_START_BODY", "loc-args": [title]},
+    }
+    return payload

@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Select, bindparam, delete, or_, select, text, update
+from sqlalchemy import Select, bindparam, delete, exists, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from uuid_utils.compat import uuid7
 
@@ -16,6 +16,7 @@ from app.db.models import (
     Agent,
     Device,
     LiveActivity,
+    LiveActivityStartToken,
     PushDelivery,
     PushEvent,
     Run,
@@ -189,6 +190,84 @@ def activities_of_run(thread_id: UUID, run_id: UUID) -> Select[tuple[LiveActivit
 
 def activity_by_token(push_token: str) -> Select[tuple[LiveActivity]]:
     return select(LiveActivity).where(LiveActivity.push_token == push_token)
+
+
+def user_activities(user_id: UUID, *, include_ended: bool, limit: int) -> Select[Any]:
+    """A user's Live Activities, newest first (open ones only unless `include_ended`)."""
+    query = select(LiveActivity).where(LiveActivity.user_id == user_id)
+    if not include_ended:
+        query = query.where(LiveActivity.ended_at.is_(None))
+    return query.order_by(LiveActivity.created_at.desc(), LiveActivity.id.desc()).limit(limit)
+
+
+def owned_activity(user_id: UUID, activity_id: UUID) -> Select[tuple[LiveActivity]]:
+    """The user's own activity: another user's is not found (never told apart)."""
+    return select(LiveActivity).where(
+        LiveActivity.id == activity_id, LiveActivity.user_id == user_id
+    )
+
+
+def forget_activity(activity_id: UUID) -> list[Any]:
+    """An unregistered activity and its queued pushes."""
+    return [
+        delete(PushDelivery).where(PushDelivery.live_activity_id == activity_id),
+        delete(LiveActivity).where(LiveActivity.id == activity_id),
+    ]
+
+
+START_TOKENS_PER_USER = 20  # one per app install; older ones are dropped
+
+
+def start_token_by_token(token: str) -> Select[tuple[LiveActivityStartToken]]:
+    return select(LiveActivityStartToken).where(LiveActivityStartToken.token == token)
+
+
+def owned_start_token(user_id: UUID, token_id: UUID) -> Select[tuple[LiveActivityStartToken]]:
+    return select(LiveActivityStartToken).where(
+        LiveActivityStartToken.id == token_id, LiveActivityStartToken.user_id == user_id
+    )
+
+
+def user_start_tokens(user_id: UUID) -> Select[tuple[LiveActivityStartToken]]:
+    return select(LiveActivityStartToken).where(LiveActivityStartToken.user_id == user_id)
+
+
+def start_tokens_beyond_limit(user_id: UUID) -> Any:
+    """A user's start tokens past the newest START_TOKENS_PER_USER (reinstalls leave old
+    ones behind)."""
+    kept = (
+        select(LiveActivityStartToken.id)
+        .where(LiveActivityStartToken.user_id == user_id)
+        .order_by(LiveActivityStartToken.updated_at.desc(), LiveActivityStartToken.id.desc())
+        .limit(START_TOKENS_PER_USER)
+    )
+    return delete(LiveActivityStartToken).where(
+        LiveActivityStartToken.user_id == user_id, LiveActivityStartToken.id.not_in(kept)
+    )
+
+
+def forget_start_token(token: str) -> Any:
+    return delete(LiveActivityStartToken).where(LiveActivityStartToken.token == token)
+
+
+def runs_to_start(thread_ids: list[UUID]) -> Select[Any]:
+    """(run, owner_id, title, agent name) of the active runs of these threads that no
+    open Live Activity follows, whose owner registered a push-to-start token."""
+    followed = exists().where(
+        LiveActivity.thread_id == Run.thread_id, LiveActivity.ended_at.is_(None)
+    )
+    startable = exists().where(LiveActivityStartToken.user_id == Thread.owner_id)
+    return (
+        select(Run, Thread.owner_id, Thread.title, Agent.name)
+        .join(Thread, Thread.id == Run.thread_id)
+        .join(Agent, Agent.id == Thread.agent_id)
+        .where(
+            Run.thread_id.in_(thread_ids),
+            Run.status.in_(("queued", "running")),
+            startable,
+            ~followed,
+        )
+    )
 
 
 def forget_device(device_id: UUID) -> list[Any]:

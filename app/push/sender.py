@@ -166,6 +166,8 @@ class PushSender:
                 await session.execute(statement)
         elif delivery.live_activity_id is not None:
             await session.execute(repository.end_activity(delivery.live_activity_id, now))
+        else:  # a push-to-start: the install's start token is dead
+            await session.execute(repository.forget_start_token(delivery.token))
 
     def _backoff(self, delivery: PushDelivery) -> float:
         base = self._settings.push_retry_base_seconds

@@ -22,6 +22,7 @@ from uuid_utils.compat import uuid7
 from app.db.models import (
     Device,
     LiveActivity,
+    LiveActivityStartToken,
     PushDelivery,
     PushEvent,
     Run,
@@ -178,10 +179,16 @@ async def test_every_kind_of_delivery_in_one_cycle(
     await _waiting(db, going_thread, going, 1, approval)
     device_call = cell.started("c2", "device_location", {}, device_ttl=600)
     await _waiting(db, going_thread, going, 2, device_call)
+    elsewhere = await _thread(db, alice)  # a run no activity follows: push-to-start
+    await _run(db, elsewhere, "running")
+    start = LiveActivityStartToken(
+        user_id=alice.user.id, token=secrets.token_hex(40), environment="sandbox"
+    )
+    db.add(start)
     await db.commit()
     updater = live_activities.LiveActivityUpdater(push_settings, session_factory, sender.wake)
-    live_activities._dirty.add(going_thread.id)  # as the runner's writes would mark it
-    await updater.tick()  # the Live Activity update rows, waiting with the rest
+    live_activities._dirty.update({going_thread.id, elsewhere.id})  # as the runner's writes
+    await updater.tick()  # Live Activity update and start rows, waiting with the rest
 
     await sender.cycle()
 
@@ -190,11 +197,13 @@ async def test_every_kind_of_delivery_in_one_cycle(
         "alert:device_request",
         "alert:run_completed",
         "liveactivity:end",
+        "liveactivity:start",
         "liveactivity:update",
     ]
     by_token = {note.token: note for note in apns.sent if note.push_type == "liveactivity"}
     assert by_token[ending.push_token].payload["aps"]["event"] == "end"
     assert by_token[updating.push_token].payload["aps"]["event"] == "update"
+    assert by_token[start.token].payload["aps"]["attributes"]["threadId"] == str(elsewhere.id)
     assert {n.token for n in apns.sent if n.push_type == "alert"} == {device.token}
     db.expire_all()
     assert all(e.fanned_out_at for e in await db.scalars(select(PushEvent)))
