@@ -41,6 +41,12 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "ListDevices": "List the devices that receive your push notifications",
     "DeleteDevice": "Stop push notifications to a device",
     "RegisterLiveActivity": "Follow a thread's current or next run with a Live Activity",
+    "RegisterRunLiveActivity": "Follow one run with a Live Activity",
+    "ListLiveActivities": "List your Live Activities, newest first",
+    "EndLiveActivity": "End a Live Activity now, with its final content state",
+    "UnregisterLiveActivity": "Stop pushes to a Live Activity, without an end push",
+    "RegisterPushToStartToken": "Register this install's Live Activity push-to-start token",
+    "DeletePushToStartToken": "Stop starting Live Activities by push on an install",
 }
 
 _THREAD_ID = "7c0e3b5e-2f4d-4c51-9a6e-0d3b8f1a2c44"

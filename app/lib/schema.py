@@ -21,6 +21,12 @@ def served_time(value: datetime) -> datetime:
     return aware.replace(microsecond=0)
 
 
+def served_timestamp(value: datetime) -> str:
+    """`value` as every payload we write by hand carries it (push payloads, not Structs):
+    `YYYY-MM-DDTHH:MM:SSZ`, the very text msgspec writes for a `served_time`."""
+    return served_time(value).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _may_hold_datetime(annotation: Any) -> bool:
     """A datetime, Any, or a union with one of those (a dict or list is never a datetime)."""
     if annotation is datetime or annotation is Any:

@@ -57,6 +57,11 @@ MODEL_ERRORS = Counter(
 PUSHES = Counter(
     f"{PREFIX}_push_notifications", "Push notifications attempted, by outcome", ["outcome"]
 )
+PUSH_EVENT_FAILURES = Counter(
+    f"{PREFIX}_push_event_failures",
+    "Push events whose fan-out failed, by what became of them (retry, dead_lettered)",
+    ["outcome"],
+)
 
 _seen: dict[str, set[str]] = {}
 
@@ -130,3 +135,9 @@ def model_error(kind: str) -> None:
 def record_push(outcome: str) -> None:
     """One push notification attempt: e.g. sent, failed, invalid_token, skipped."""
     PUSHES.labels(bounded("push_outcome", outcome)).inc()
+
+
+def push_event_failed(outcome: str) -> None:
+    """A push event's fan-out failed: `retry` (it goes again after a backoff) or
+    `dead_lettered` (its attempts are spent; it is never tried again)."""
+    PUSH_EVENT_FAILURES.labels(outcome).inc()

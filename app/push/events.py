@@ -47,6 +47,11 @@ def _wake() -> None:
         wake()
 
 
+def wake_after_commit(session: AsyncSession) -> None:
+    """Rows for the sender were written in this transaction: wake it once they commit."""
+    on_commit(session, _wake)
+
+
 def _add(session: AsyncSession, event: PushEvent) -> None:
     session.add(event)
     on_commit(session, _wake)

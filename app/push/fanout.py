@@ -1,9 +1,16 @@
 """Push events -> deliveries: who gets what, decided after commit.
 
-Ended runs marked `push_due` become `run_ended` events first. An event becomes one delivery per device of the thread's owner (alerts) or per open Live
-Activity of its run (`end`), inserted with ON CONFLICT DO NOTHING on (event_key, token):
-an event fanned out twice (two rows for one wait, a crash between two steps) still
-reaches each token once. Alerts go only to a user with no live socket on the thread.
+Ended runs marked `push_due` become `run_ended` events first. An event becomes one
+delivery per device of the thread's owner (alerts) or per open Live Activity of its run
+(`end`), inserted with ON CONFLICT DO NOTHING on (event_key, token): an event fanned out
+twice (two rows for one wait, a crash between two steps) still reaches each token once.
+Alerts go only to a user with no live socket on the thread.
+
+Each event is fanned out in a transaction of its own, so one that fails (bad data, a row
+the database refuses) cannot hold up the others: its transaction rolls back, it is
+retried after a backoff (PUSH_RETRY_BASE_SECONDS, doubled), and after PUSH_MAX_ATTEMPTS
+it is dead-lettered (`push_events.dead_at`), logged, and counted in
+`toolcells_push_event_failures_total`.
 """
 
 from __future__ import annotations
@@ -11,54 +18,120 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.db.models import PushDelivery, PushEvent, ThreadMessage
-from app.db.upsert import dialect_insert
+from app.db.models import PushEvent, ThreadMessage
 from app.lib.time import utcnow
+from app.observability import metrics
 from app.push import live_activities, payloads, presence, repository
 from app.settings import Settings
 from app.threads import activity as cell
 
 logger = logging.getLogger(__name__)
+MAX_BACKOFF_SECONDS = 3600.0
+ERROR_CHARS = 1000  # of a failure's message kept on the event
 
 
-async def fan_out(session: AsyncSession, settings: Settings, *, postgres: bool) -> int:
-    """Fan out a batch of pending events (in the caller's transaction); how many."""
-    promoted = await _promote_ended_runs(session, postgres)
-    events = list(await session.scalars(repository.pending_events(postgres)))
-    now = utcnow()
-    rows: list[dict[str, Any]] = []
-    for event in events:
-        rows += await _deliveries(session, settings, event, now)
-        event.fanned_out_at = now
-    if rows:
-        insert = dialect_insert(session, PushDelivery.__table__)
-        await session.execute(
-            insert.on_conflict_do_nothing(index_elements=["event_key", "token"]), rows
-        )
-    return max(len(events), promoted)
+async def fan_out(
+    sessions: async_sessionmaker[AsyncSession], settings: Settings, *, postgres: bool
+) -> int:
+    """Fan out up to a batch of due events, each in its own transaction; how many were
+    taken (a full batch: call again)."""
+    promoted = await _promote_ended_runs(sessions, postgres)
+    taken = 0
+    while taken < repository.BATCH and await _fan_out_next(sessions, settings, postgres):
+        taken += 1
+    return max(taken, promoted)
 
 
-async def _promote_ended_runs(session: AsyncSession, postgres: bool) -> int:
-    """Runs whose end is due for push (`runs.push_due`) become `run_ended` events, in this
+async def _promote_ended_runs(sessions: async_sessionmaker[AsyncSession], postgres: bool) -> int:
+    """Runs whose end is due for push (`runs.push_due`) become `run_ended` events, in one
     transaction: the flag and the event change together, so an end is fanned out once."""
-    runs = list(await session.scalars(repository.due_runs(postgres)))
-    for run in runs:
-        session.add(
-            PushEvent(
-                kind="run_ended",
-                event_key=f"run:{run.id}",
-                thread_id=run.thread_id,
-                run_id=run.id,
-                data={"status": run.status, "error": run.error},
+    async with sessions() as session:
+        runs = list(await session.scalars(repository.due_runs(postgres)))
+        for run in runs:
+            session.add(
+                PushEvent(
+                    kind="run_ended",
+                    event_key=f"run:{run.id}",
+                    thread_id=run.thread_id,
+                    run_id=run.id,
+                    data={"status": run.status, "error": run.error},
+                )
             )
-        )
-    if runs:
-        await session.execute(repository.clear_push_due([run.id for run in runs]))
-        await session.flush()
+        if runs:
+            await session.execute(repository.clear_push_due([run.id for run in runs]))
+            await session.commit()
     return len(runs)
+
+
+async def _fan_out_next(
+    sessions: async_sessionmaker[AsyncSession], settings: Settings, postgres: bool
+) -> bool:
+    """Fan out the oldest due event; False if there is none. A failure of that event is
+    recorded on it (retry or dead letter) and does not propagate: the next one goes on."""
+    now, event_id = utcnow(), None
+    try:
+        async with sessions() as session:
+            event = await session.scalar(repository.next_event(postgres, now))
+            if event is None:
+                return False
+            event_id = event.id
+            rows = await _deliveries(session, settings, event, now)
+            await repository.insert_deliveries(session, rows)
+            event.fanned_out_at = now
+            await session.commit()
+    except Exception as error:
+        if event_id is None:
+            raise  # no event was taken: the database itself is away (the next poll retries)
+        await _record_failure(sessions, settings, event_id, error)
+    return True
+
+
+async def _record_failure(
+    sessions: async_sessionmaker[AsyncSession],
+    settings: Settings,
+    event_id: UUID,
+    error: Exception,
+) -> None:
+    """The event's fan-out rolled back: count the attempt, then retry it after a backoff
+    or, its attempts spent, dead-letter it."""
+    now = utcnow()
+    async with sessions() as session:
+        event = await session.get(PushEvent, event_id)
+        if event is None:
+            return  # pruned, or its thread deleted meanwhile: nothing left to send
+        event.attempts += 1
+        event.last_error = f"{type(error).__name__}: {error}"[:ERROR_CHARS]
+        if event.attempts >= settings.push_max_attempts:
+            event.dead_at = now
+            logger.error(
+                "push event %s (%s) dead-lettered after %d failed fan-outs: %s",
+                event.event_key,
+                event.kind,
+                event.attempts,
+                event.last_error,
+            )
+            outcome = "dead_lettered"
+        else:
+            event.next_attempt_at = now + timedelta(seconds=_backoff(settings, event.attempts))
+            logger.warning(
+                "push event %s (%s) fan-out failed (attempt %d), retrying: %s",
+                event.event_key,
+                event.kind,
+                event.attempts,
+                event.last_error,
+                exc_info=error,
+            )
+            outcome = "retry"
+        await session.commit()
+    metrics.push_event_failed(outcome)
+
+
+def _backoff(settings: Settings, attempts: int) -> float:
+    return min(MAX_BACKOFF_SECONDS, settings.push_retry_base_seconds * 2 ** (attempts - 1))
 
 
 async def _deliveries(

@@ -4,7 +4,9 @@ The iOS app's contract (docs/api.md, "Push notifications"): every alert carries 
 `thread_id`, `run_id`, `message_id` and `seq` at the top level, so the app syncs the
 thread with `after_seq` and loses nothing; text the app should word in the user's
 language is a localization key with arguments (`loc-key`/`loc-args`, keys in the app's
-Localizable.strings); the start of an answer is sent as it is.
+Localizable.strings); the start of an answer is sent as it is. A time the app reads is
+`YYYY-MM-DDTHH:MM:SSZ`, as in every REST body and frame (Swift's `.iso8601` strategy
+rejects fractional seconds); APNs' own `aps` times are epoch seconds, as Apple requires.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
+
+from app.lib.schema import served_timestamp
 
 # Categories the app registers (UNNotificationCategory) to offer actions.
 APPROVAL_CATEGORY = "APPROVAL_REQUEST"  # actions: approve / deny (POST …/approval)
@@ -138,7 +142,7 @@ def tool_waiting(
             "aps": aps,
             "kind": "device_request" if device else "approval_request",
             "tool_name": tool_name,
-            "expires_at": expires_at.isoformat() if expires_at else None,
+            "expires_at": served_timestamp(expires_at) if expires_at else None,
             **_ids(thread_id, run_id, message_id, seq),
         },
         collapse_id=collapse_id(thread_id),
@@ -168,3 +172,23 @@ def live_activity(
     if dismissal_date is not None:
         aps["dismissal-date"] = dismissal_date
     return {"aps": aps}
+
+
+# The app's ActivityAttributes struct: push-to-start names it, ActivityKit decodes
+# `attributes` into it (camelCase keys, as the Swift struct has them).
+LIVE_ACTIVITY_ATTRIBUTES_TYPE = "RunActivityAttributes"
+
+
+def live_activity_start(
+    content_state: dict[str, Any], *, thread_id: UUID, run_id: UUID, title: str
+) -> dict[str, Any]:
+    """Push-to-start (iOS 17.2+): the phone starts a Live Activity for a run it did not
+    start; the app then registers the new activity's token for that run
+    (`POST /api/threads/{threadId}/runs/{runId}/live-activity`)."""
+    payload = live_activity("start", content_state)
+    payload["aps"] |= {
+        "attributes-type": LIVE_ACTIVITY_ATTRIBUTES_TYPE,
+        "attributes": {"threadId": str(thread_id), "runId": str(run_id), "title": title},
+        "alert": {"title": title, "loc-key": "LIVE_ACTIVITY_START_BODY", "loc-args": [title]},
+    }
+    return payload

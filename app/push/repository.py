@@ -1,4 +1,5 @@
-"""Push queries: statement builders the sender, fan-out and Live Activities execute."""
+"""Push queries: statement builders the sender, fan-out and Live Activities execute, and
+the one insert of delivery rows."""
 
 from __future__ import annotations
 
@@ -7,25 +8,42 @@ from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Select, bindparam, delete, select, text, update
+from sqlalchemy import Select, bindparam, delete, exists, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from uuid_utils.compat import uuid7
 
 from app.db.models import (
     Agent,
     Device,
     LiveActivity,
+    LiveActivityStartToken,
     PushDelivery,
     PushEvent,
     Run,
     Thread,
     ThreadMessage,
 )
+from app.db.upsert import dialect_insert
 
 BATCH = 50
 
 
+# Every key of a delivery row: rows are inserted many at a time (one executemany), and
+# SQLAlchemy takes the columns of the first row for all of them, so a row missing a key
+# another row has (an alert has no `live_activity_id`, a Live Activity no `device_id`)
+# fails the whole statement.
+_OPTIONAL_DELIVERY_KEYS: dict[str, Any] = {
+    "device_id": None,
+    "live_activity_id": None,
+    "collapse_id": None,
+    "last_error": None,
+    "sent_at": None,
+}
+
+
 def pending_delivery(now: datetime, **fields: Any) -> dict[str, Any]:
-    """A `push_deliveries` row to insert, due now (fields: token, payload, topic, …)."""
+    """A `push_deliveries` row to insert, due now (fields: token, payload, topic, …), with
+    the full key set whatever its kind."""
     return {
         "id": uuid7(),
         "status": "pending",
@@ -33,18 +51,34 @@ def pending_delivery(now: datetime, **fields: Any) -> dict[str, Any]:
         "next_attempt_at": now,
         "created_at": now,
         "updated_at": now,
+        **_OPTIONAL_DELIVERY_KEYS,
         **fields,
     }
 
 
-def pending_events(postgres: bool) -> Select[tuple[PushEvent]]:
-    """Events not yet fanned out, oldest first; on PostgreSQL each is taken by one process
-    (FOR UPDATE SKIP LOCKED), on SQLite the write lock serialises the fan-out."""
+async def insert_deliveries(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    """Insert rows made by `pending_delivery`; one per (event_key, token) ever, so an event
+    fanned out twice (a retry, two processes) reaches each token once."""
+    if rows:
+        insert = dialect_insert(session, PushDelivery.__table__)
+        await session.execute(
+            insert.on_conflict_do_nothing(index_elements=["event_key", "token"]), rows
+        )
+
+
+def next_event(postgres: bool, now: datetime) -> Select[tuple[PushEvent]]:
+    """The oldest event due for fan-out (not fanned out, not dead-lettered, not waiting
+    for a retry); on PostgreSQL taken by one process (FOR UPDATE SKIP LOCKED), on SQLite
+    the write lock serialises the fan-out."""
     query = (
         select(PushEvent)
-        .where(PushEvent.fanned_out_at.is_(None))
+        .where(
+            PushEvent.fanned_out_at.is_(None),
+            PushEvent.dead_at.is_(None),
+            or_(PushEvent.next_attempt_at.is_(None), PushEvent.next_attempt_at <= now),
+        )
         .order_by(PushEvent.created_at, PushEvent.id)
-        .limit(BATCH)
+        .limit(1)
     )
     return query.with_for_update(skip_locked=True) if postgres else query
 
@@ -158,6 +192,84 @@ def activity_by_token(push_token: str) -> Select[tuple[LiveActivity]]:
     return select(LiveActivity).where(LiveActivity.push_token == push_token)
 
 
+def user_activities(user_id: UUID, *, include_ended: bool, limit: int) -> Select[Any]:
+    """A user's Live Activities, newest first (open ones only unless `include_ended`)."""
+    query = select(LiveActivity).where(LiveActivity.user_id == user_id)
+    if not include_ended:
+        query = query.where(LiveActivity.ended_at.is_(None))
+    return query.order_by(LiveActivity.created_at.desc(), LiveActivity.id.desc()).limit(limit)
+
+
+def owned_activity(user_id: UUID, activity_id: UUID) -> Select[tuple[LiveActivity]]:
+    """The user's own activity: another user's is not found (never told apart)."""
+    return select(LiveActivity).where(
+        LiveActivity.id == activity_id, LiveActivity.user_id == user_id
+    )
+
+
+def forget_activity(activity_id: UUID) -> list[Any]:
+    """An unregistered activity and its queued pushes."""
+    return [
+        delete(PushDelivery).where(PushDelivery.live_activity_id == activity_id),
+        delete(LiveActivity).where(LiveActivity.id == activity_id),
+    ]
+
+
+START_TOKENS_PER_USER = 20  # one per app install; older ones are dropped
+
+
+def start_token_by_token(token: str) -> Select[tuple[LiveActivityStartToken]]:
+    return select(LiveActivityStartToken).where(LiveActivityStartToken.token == token)
+
+
+def owned_start_token(user_id: UUID, token_id: UUID) -> Select[tuple[LiveActivityStartToken]]:
+    return select(LiveActivityStartToken).where(
+        LiveActivityStartToken.id == token_id, LiveActivityStartToken.user_id == user_id
+    )
+
+
+def user_start_tokens(user_id: UUID) -> Select[tuple[LiveActivityStartToken]]:
+    return select(LiveActivityStartToken).where(LiveActivityStartToken.user_id == user_id)
+
+
+def start_tokens_beyond_limit(user_id: UUID) -> Any:
+    """A user's start tokens past the newest START_TOKENS_PER_USER (reinstalls leave old
+    ones behind)."""
+    kept = (
+        select(LiveActivityStartToken.id)
+        .where(LiveActivityStartToken.user_id == user_id)
+        .order_by(LiveActivityStartToken.updated_at.desc(), LiveActivityStartToken.id.desc())
+        .limit(START_TOKENS_PER_USER)
+    )
+    return delete(LiveActivityStartToken).where(
+        LiveActivityStartToken.user_id == user_id, LiveActivityStartToken.id.not_in(kept)
+    )
+
+
+def forget_start_token(token: str) -> Any:
+    return delete(LiveActivityStartToken).where(LiveActivityStartToken.token == token)
+
+
+def runs_to_start(thread_ids: list[UUID]) -> Select[Any]:
+    """(run, owner_id, title, agent name) of the active runs of these threads that no
+    open Live Activity follows, whose owner registered a push-to-start token."""
+    followed = exists().where(
+        LiveActivity.thread_id == Run.thread_id, LiveActivity.ended_at.is_(None)
+    )
+    startable = exists().where(LiveActivityStartToken.user_id == Thread.owner_id)
+    return (
+        select(Run, Thread.owner_id, Thread.title, Agent.name)
+        .join(Thread, Thread.id == Run.thread_id)
+        .join(Agent, Agent.id == Thread.agent_id)
+        .where(
+            Run.thread_id.in_(thread_ids),
+            Run.status.in_(("queued", "running")),
+            startable,
+            ~followed,
+        )
+    )
+
+
 def forget_device(device_id: UUID) -> list[Any]:
     """APNs says the token is dead: the device and its queued pushes go."""
     return [
@@ -177,5 +289,6 @@ def prune(before: datetime) -> list[Any]:
             PushDelivery.status.in_(("sent", "failed")), PushDelivery.updated_at < before
         ),
         delete(PushEvent).where(PushEvent.fanned_out_at < before),
+        delete(PushEvent).where(PushEvent.dead_at < before),
         delete(LiveActivity).where(LiveActivity.ended_at < before),
     ]

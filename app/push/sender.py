@@ -93,9 +93,7 @@ class PushSender:
 
     async def cycle(self) -> bool:
         """One round; True if a batch was full (go again at once)."""
-        async with self._sessions() as session:
-            fanned = await fan_out(session, self._settings, postgres=self._postgres)
-            await session.commit()
+        fanned = await fan_out(self._sessions, self._settings, postgres=self._postgres)
         claimed = await self._claim()
         if claimed:
             results = await asyncio.gather(*(self._send(d) for d in claimed))
@@ -168,6 +166,8 @@ class PushSender:
                 await session.execute(statement)
         elif delivery.live_activity_id is not None:
             await session.execute(repository.end_activity(delivery.live_activity_id, now))
+        else:  # a push-to-start: the install's start token is dead
+            await session.execute(repository.forget_start_token(delivery.token))
 
     def _backoff(self, delivery: PushDelivery) -> float:
         base = self._settings.push_retry_base_seconds

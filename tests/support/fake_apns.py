@@ -221,9 +221,24 @@ class FakeApns:
             return "BadPayload"
         if not isinstance(payload, dict) or not isinstance(payload.get("aps"), dict):
             return "PayloadEmpty"
-        if push_type == "liveactivity" and payload["aps"].get("event") not in {"update", "end"}:
+        if push_type == "liveactivity" and not _live_activity_ok(payload["aps"]):
             return "BadPayload"
         return None
+
+
+def _live_activity_ok(aps: dict[str, Any]) -> bool:
+    """update/end carry a content-state; a push-to-start (iOS 17.2+) also names the
+    attributes type, gives the attributes and an alert."""
+    event = aps.get("event")
+    if event not in {"update", "end", "start"} or not isinstance(aps.get("content-state"), dict):
+        return False
+    if event == "start":
+        return (
+            isinstance(aps.get("attributes-type"), str)
+            and isinstance(aps.get("attributes"), dict)
+            and isinstance(aps.get("alert"), dict)
+        )
+    return True
 
 
 def _default_reason(status: int) -> str | None:

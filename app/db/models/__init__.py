@@ -4,7 +4,13 @@ from app.db.models.agent import Agent
 from app.db.models.api_token import ApiToken
 from app.db.models.device import Device
 from app.db.models.memory import Memory
-from app.db.models.push import LiveActivity, PushDelivery, PushEvent, push_presence
+from app.db.models.push import (
+    LiveActivity,
+    LiveActivityStartToken,
+    PushDelivery,
+    PushEvent,
+    push_presence,
+)
 from app.db.models.run import Run, RunStatus
 from app.db.models.runner_heartbeat import runner_heartbeats
 from app.db.models.task import Task
@@ -17,6 +23,7 @@ __all__ = (
     "ApiToken",
     "Device",
     "LiveActivity",
+    "LiveActivityStartToken",
     "Memory",
     "PushDelivery",
     "PushEvent",

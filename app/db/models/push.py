@@ -47,6 +47,15 @@ class PushEvent(Base):
     seq: Mapped[int | None] = mapped_column(BigInteger, default=None)
     data: Mapped[dict[str, Any] | None] = mapped_column(JsonB, default=None)
     fanned_out_at: Mapped[datetime | None] = mapped_column(DateTimeUTC(timezone=True), default=None)
+    # An event whose fan-out fails is retried alone (the others go on): after each failure
+    # `next_attempt_at` moves back with the backoff; after PUSH_MAX_ATTEMPTS it is
+    # dead-lettered (`dead_at`, `last_error` say when and why) and never tried again.
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(
+        DateTimeUTC(timezone=True), default=None
+    )
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)
+    dead_at: Mapped[datetime | None] = mapped_column(DateTimeUTC(timezone=True), default=None)
 
 
 class LiveActivity(Base):
@@ -60,12 +69,29 @@ class LiveActivity(Base):
     thread_id: Mapped[UUID] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"))
     # The run it follows; None: the thread's next run (bound when that run is seen).
     run_id: Mapped[UUID | None] = mapped_column(GUID, default=None)
+    # thread: registered on the thread (its current or next run); run: on one run.
+    scope: Mapped[str] = mapped_column(String(8), default="thread")
     push_token: Mapped[str] = mapped_column(String(400))
     environment: Mapped[str] = mapped_column(String(16))
     last_state: Mapped[dict[str, Any] | None] = mapped_column(JsonB, default=None)
     last_sent_at: Mapped[datetime | None] = mapped_column(DateTimeUTC(timezone=True), default=None)
     updates_sent: Mapped[int] = mapped_column(Integer, default=0)
     ended_at: Mapped[datetime | None] = mapped_column(DateTimeUTC(timezone=True), default=None)
+
+
+class LiveActivityStartToken(Base):
+    """An app install's ActivityKit push-to-start token (iOS 17.2+): a run its user started
+    elsewhere (another device, a shortcut, a schedule) starts a Live Activity by push."""
+
+    __tablename__ = "live_activity_start_tokens"
+    __table_args__ = (
+        Index("uq_live_activity_start_tokens_token", "token", unique=True),
+        Index("ix_live_activity_start_tokens_user", "user_id"),
+    )
+
+    user_id: Mapped[UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    token: Mapped[str] = mapped_column(String(400))
+    environment: Mapped[str] = mapped_column(String(16))
 
 
 class PushDelivery(Base):

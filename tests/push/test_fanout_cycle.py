@@ -1,0 +1,285 @@
+"""One sender cycle holding deliveries of every kind, and a failing event next to good ones.
+
+The sender runs here without a server (push is off in the session app): its cycle is
+called directly, against a recording APNs client, so nothing else competes for the rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
+
+import pytest
+from prometheus_client import REGISTRY
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from uuid_utils.compat import uuid7
+
+from app.db.models import (
+    Device,
+    LiveActivity,
+    LiveActivityStartToken,
+    PushDelivery,
+    PushEvent,
+    Run,
+    Thread,
+    ThreadMessage,
+)
+from app.lib.time import utcnow
+from app.push import fanout, live_activities
+from app.push.apns import Answer, Notification, Verdict
+from app.push.sender import PushSender
+from app.settings import Settings
+from app.threads import activity as cell
+from tests.conftest import ApiUser
+from tests.push.conftest import BUNDLE
+
+MAX_ATTEMPTS = 2
+
+
+@dataclass
+class RecordingApns:
+    """Answers every push 200 and keeps it."""
+
+    sent: list[Notification] = field(default_factory=list)
+
+    async def send(self, note: Notification) -> Answer:
+        self.sent.append(note)
+        return Answer(Verdict.SENT, 200, None)
+
+    def kinds(self) -> list[str]:
+        return sorted(_kind(note) for note in self.sent)
+
+
+def _kind(note: Notification) -> str:
+    if note.push_type == "liveactivity":
+        return f"liveactivity:{note.payload['aps']['event']}"
+    return f"alert:{note.payload['kind']}"
+
+
+@pytest.fixture
+def push_settings(settings: Settings) -> Settings:
+    return Settings(
+        database_url=settings.database_url,
+        runner_enabled=False,
+        database_max_connections=10,
+        apns_topic=BUNDLE,
+        push_max_attempts=MAX_ATTEMPTS,
+        push_retry_base_seconds=60.0,  # a failed event is not due again within the test
+    )
+
+
+@pytest.fixture
+def apns() -> RecordingApns:
+    return RecordingApns()
+
+
+@pytest.fixture
+def sender(
+    push_settings: Settings,
+    session_factory: async_sessionmaker[AsyncSession],
+    apns: RecordingApns,
+    dialect: str,
+) -> PushSender:
+    client: Any = apns  # the sender's one use of its client: `send`
+    return PushSender(push_settings, session_factory, client, postgres=dialect == "postgresql")
+
+
+async def _thread(db: AsyncSession, user: ApiUser) -> Thread:
+    thread = Thread(owner_id=user.user.id, agent_id=user.agent.id, last_activity_at=utcnow())
+    db.add(thread)
+    await db.flush()
+    return thread
+
+
+async def _run(db: AsyncSession, thread: Thread, status: str, **fields: Any) -> Run:
+    now = utcnow()
+    run = Run(thread_id=thread.id, agent_id=thread.agent_id, status=status, started_at=now)
+    for name, value in fields.items():
+        setattr(run, name, value)
+    db.add(run)
+    await db.flush()
+    return run
+
+
+async def _activity(db: AsyncSession, user: ApiUser, thread: Thread, run: Run) -> LiveActivity:
+    activity = LiveActivity(
+        user_id=user.user.id,
+        thread_id=thread.id,
+        run_id=run.id,
+        push_token=secrets.token_hex(40),
+        environment="sandbox",
+    )
+    db.add(activity)
+    await db.flush()
+    return activity
+
+
+async def _waiting(
+    db: AsyncSession, thread: Thread, run: Run, seq: int, activity: dict[str, Any]
+) -> PushEvent:
+    """A tool message waiting for the user, and the event its write adds."""
+    message = ThreadMessage(
+        thread_id=thread.id,
+        run_id=run.id,
+        position=seq,
+        seq=seq,
+        role="tool",
+        tool_activity=activity,
+    )
+    db.add(message)
+    await db.flush()
+    event = PushEvent(
+        kind="tool_waiting",
+        event_key=f"wait:{message.id}:{activity['status']}",
+        thread_id=thread.id,
+        run_id=run.id,
+        message_id=message.id,
+        seq=seq,
+        data={"status": activity["status"], "tool_name": activity["name"]},
+    )
+    db.add(event)
+    await db.flush()
+    return event
+
+
+def _failures(outcome: str) -> float:
+    labels = {"outcome": outcome}
+    return REGISTRY.get_sample_value("toolcells_push_event_failures_total", labels) or 0.0
+
+
+async def _device(db: AsyncSession, user: ApiUser) -> Device:
+    device = Device(
+        user_id=user.user.id, token=secrets.token_hex(32), environment="sandbox", bundle_id=BUNDLE
+    )
+    db.add(device)
+    await db.flush()
+    return device
+
+
+async def test_every_kind_of_delivery_in_one_cycle(
+    db: AsyncSession,
+    alice: ApiUser,
+    sender: PushSender,
+    apns: RecordingApns,
+    push_settings: Settings,
+    session_factory: async_sessionmaker[AsyncSession],
+) -> None:
+    device = await _device(db, alice)
+    ended_thread, going_thread = await _thread(db, alice), await _thread(db, alice)
+    ended = await _run(db, ended_thread, "completed", finished_at=utcnow(), push_due=True)
+    going = await _run(db, going_thread, "running")
+    ending = await _activity(db, alice, ended_thread, ended)
+    updating = await _activity(db, alice, going_thread, going)
+    approval = cell.started("c1", "test_confirm", {}, approval_ttl=600)
+    await _waiting(db, going_thread, going, 1, approval)
+    device_call = cell.started("c2", "device_location", {}, device_ttl=600)
+    await _waiting(db, going_thread, going, 2, device_call)
+    elsewhere = await _thread(db, alice)  # a run no activity follows: push-to-start
+    await _run(db, elsewhere, "running")
+    start = LiveActivityStartToken(
+        user_id=alice.user.id, token=secrets.token_hex(40), environment="sandbox"
+    )
+    db.add(start)
+    await db.commit()
+    updater = live_activities.LiveActivityUpdater(push_settings, session_factory, sender.wake)
+    live_activities._dirty.update({going_thread.id, elsewhere.id})  # as the runner's writes
+    await updater.tick()  # Live Activity update and start rows, waiting with the rest
+
+    await sender.cycle()
+
+    assert apns.kinds() == [
+        "alert:approval_request",
+        "alert:device_request",
+        "alert:run_completed",
+        "liveactivity:end",
+        "liveactivity:start",
+        "liveactivity:update",
+    ]
+    by_token = {note.token: note for note in apns.sent if note.push_type == "liveactivity"}
+    assert by_token[ending.push_token].payload["aps"]["event"] == "end"
+    assert by_token[updating.push_token].payload["aps"]["event"] == "update"
+    assert by_token[start.token].payload["aps"]["attributes"]["threadId"] == str(elsewhere.id)
+    assert {n.token for n in apns.sent if n.push_type == "alert"} == {device.token}
+    db.expire_all()
+    assert all(e.fanned_out_at for e in await db.scalars(select(PushEvent)))
+    statuses = set(await db.scalars(select(PushDelivery.status)))
+    assert statuses == {"sent"}
+
+
+async def test_a_failing_event_is_retried_then_dead_lettered_and_never_blocks_others(
+    db: AsyncSession,
+    alice: ApiUser,
+    sender: PushSender,
+    apns: RecordingApns,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    await _device(db, alice)
+    thread = await _thread(db, alice)
+    run = await _run(db, thread, "running")
+    good = cell.started("c1", "test_confirm", {}, approval_ttl=600)
+    await _waiting(db, thread, run, 1, good)
+    # Bad data: an expiry no one can read makes this event's fan-out raise.
+    bad = cell.started("c2", "test_confirm", {}, approval_ttl=600) | {"expires_at": "soon"}
+    poison_id = (await _waiting(db, thread, run, 2, bad)).id
+    await db.commit()
+    retries, dead = _failures("retry"), _failures("dead_lettered")
+
+    await sender.cycle()
+
+    assert apns.kinds() == ["alert:approval_request"]  # the good one went
+    failed = await _event(db, poison_id)
+    assert failed.attempts == 1 and failed.fanned_out_at is None
+    assert failed.next_attempt_at is not None and failed.dead_at is None
+    assert "ValueError" in (failed.last_error or "")
+    assert _failures("retry") == retries + 1
+    await sender.cycle()  # not due yet: not tried again
+    assert (await _event(db, poison_id)).attempts == 1
+
+    await _make_due(db, poison_id)
+    await _run(db, thread, "completed", finished_at=utcnow(), push_due=True)
+    await db.commit()
+    with caplog.at_level(logging.ERROR, logger="app.push.fanout"):
+        await sender.cycle()
+    failed = await _event(db, poison_id)
+    assert failed.attempts == MAX_ATTEMPTS and failed.dead_at is not None
+    assert _failures("dead_lettered") == dead + 1
+    assert any("dead-lettered" in r.getMessage() for r in caplog.records)
+    assert apns.kinds() == ["alert:approval_request", "alert:run_completed"]  # the later one
+
+    await _make_due(db, poison_id)
+    await sender.cycle()  # a dead letter is never tried again
+    assert (await _event(db, poison_id)).attempts == MAX_ATTEMPTS
+
+
+async def _event(db: AsyncSession, event_id: UUID) -> PushEvent:
+    """The event as the sender left it (not the session's older copy)."""
+    query = select(PushEvent).where(PushEvent.id == event_id)
+    event = await db.scalar(query.execution_options(populate_existing=True))
+    assert event is not None
+    return event
+
+
+async def _make_due(db: AsyncSession, event_id: UUID) -> None:
+    """Move the retry into the past instead of waiting out the backoff."""
+    past = utcnow() - timedelta(seconds=1)
+    await db.execute(update(PushEvent).where(PushEvent.id == event_id).values(next_attempt_at=past))
+    await db.commit()
+
+
+def test_rows_of_every_kind_carry_the_full_key_set(push_settings: Settings) -> None:
+    """One executemany takes its columns from the first row: every kind has them all."""
+    now = utcnow()
+    event = PushEvent(kind="test", event_key="test:1")
+    device = Device(id=uuid7(), token="ab" * 32, environment="sandbox", bundle_id=BUNDLE)
+    activity = LiveActivity(id=uuid7(), push_token="cd" * 40, environment="sandbox")
+    alert = fanout._alert_row(event, device, {"aps": {}}, None, 0, now)
+    live = live_activities.delivery_row(
+        push_settings, activity, "la:1", {"aps": {}}, priority=5, ttl=60, now=now
+    )
+    columns = {column.name for column in PushDelivery.__table__.columns} - {"sa_orm_sentinel"}
+    assert alert.keys() == live.keys() == columns
