@@ -190,7 +190,7 @@ class RunExecution:
     def _tools_for(self, spec: LoopSpec) -> list[dict[str, Any]]:
         # a fresh copy each time: providers' adapters may edit the dicts they are given
         tools: list[dict[str, Any]] = msgspec.json.decode(
-            _function_definitions(tuple(spec.allowed))
+            _function_definitions(tuple(spec.allowed), get_registry().generation)
         )
         return tools + [delegate_definition(name, agent) for name, agent in spec.delegates.items()]
 
@@ -335,8 +335,9 @@ class RunExecution:
 
 
 @lru_cache(maxsize=256)
-def _function_definitions(names: tuple[str, ...]) -> bytes:
-    """Generating JSON Schemas takes milliseconds; tools do not change in a process."""
+def _function_definitions(names: tuple[str, ...], generation: tuple[int, ...] = ()) -> bytes:
+    """Generating JSON Schemas takes milliseconds; builtin tools do not change in a process,
+    MCP servers' tools may (`generation` changes with them: app/tools/mcp/catalog.py)."""
     return msgspec.json.encode(get_registry().function_definitions(names))
 
 
