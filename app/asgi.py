@@ -47,7 +47,7 @@ from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
 from app.tools.controllers import ToolController
-from app.tools.mcp.plugin import McpPlugin
+from app.tools.mcp.plugin import McpPlugin, mcp_result_components
 from app.tools.registry import get_registry, result_components
 from app.tools.toolsets import load_agent_types
 
@@ -97,6 +97,7 @@ def openapi_config() -> OpenAPIConfig:
         extra_schemas={
             **frame_components(),
             **result_components(get_registry().tools()),
+            **mcp_result_components(),
         },
     )
 

@@ -11,13 +11,14 @@ text the preview and what the model reads.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, cast
 
 import mcp.types as mcp_types
 import msgspec
 
-from app.tools.base import Tool, ToolContext, ToolResult
+from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 from app.tools.device import schema_errors
 from app.tools.mcp.config import McpServerSpec
 from app.tools.mcp.connect import StatusWatch, connect, describe_failure
@@ -26,6 +27,16 @@ from app.tools.schema import params_hint
 
 logger = logging.getLogger("app.tools.mcp")
 MAX_TEXT_CHARS = 20_000  # what the model reads of a result's text (like a fetched page)
+
+
+class McpToolResult(ToolData, tag="mcp_result", kw_only=True, omit_defaults=True):
+    """A remote MCP tool's successful result: its `structuredContent` (any JSON, shaped by
+    the tool's own output schema) and its text content."""
+
+    server: str
+    tool: str
+    structured_content: Any = None
+    text: str | None = None
 
 
 class RemoteArguments(msgspec.Struct):
@@ -50,6 +61,7 @@ class McpTool(Tool):
         self.description = f"{about} (MCP server {spec.name})"  # type: ignore[misc]
         self.schema = _object_schema(remote.input_schema)
         self.actions = {remote.name: RemoteArguments}  # type: ignore[misc]
+        self.results = {remote.name: McpToolResult}  # type: ignore[misc]
         self.is_user_facing = spec.is_user_facing  # type: ignore[misc]
         self.requires_confirmation = spec.needs_confirmation(remote.name)  # type: ignore[misc]
         read_only = bool(remote.annotations and remote.annotations.read_only_hint)
@@ -107,6 +119,8 @@ class McpTool(Tool):
                     self.remote, arguments, progress_callback=on_progress
                 )
         except Exception as exc:
+            if _being_cancelled():  # the SDK's streams may raise their own error instead
+                raise asyncio.CancelledError from exc
             return self._transport_failure(exc, watch)
         return self.result(result)
 
@@ -137,16 +151,17 @@ class McpTool(Tool):
                 suggestion="Read the error, correct the arguments and call it again.",
                 server=self.spec.name,
             )
-        data: dict[str, Any] = {"type": "mcp_result", "server": self.spec.name, "tool": self.remote}
-        if result.structured_content is not None:
-            data["structured_content"] = result.structured_content
-        if text:
-            data["text"] = text[:MAX_TEXT_CHARS]
-        result_ = ToolResult.success(data)
+        data = McpToolResult(
+            server=self.spec.name,
+            tool=self.remote,
+            structured_content=result.structured_content,
+            text=text[:MAX_TEXT_CHARS] or None,
+        )
+        success = ToolResult.success(data)
         if text:  # the model reads the text; the structured content stays in the cell
-            shown = {k: v for k, v in data.items() if k != "structured_content"}
-            result_ = msgspec.structs.replace(result_, model_data=shown)
-        return result_
+            shown = msgspec.structs.replace(data, structured_content=None)
+            success = msgspec.structs.replace(success, model_data=msgspec.to_builtins(shown))
+        return success
 
     def result_preview(self, action: str, result: ToolResult) -> list[str] | None:
         """The structured content's first fields (`total: 12`), else the text's lines."""
@@ -169,6 +184,13 @@ def _compact(value: Any) -> str:
 def bearer_for(ctx: ToolContext, spec: McpServerSpec) -> str | None:
     """The user's own token for a per-user server (none for operator-declared ones)."""
     return None
+
+
+def _being_cancelled() -> bool:
+    """This task was cancelled (a run's cancel, the executor's timeout): the call must end
+    as `cancelled` / `timeout`, whatever the connection raised while it was torn down."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _progress_text(progress: float, total: float | None) -> str:
