@@ -55,11 +55,6 @@ def agent_types_file(
 
 
 @pytest.fixture(scope="module")
-def settings_overrides() -> dict:
-    return {"mcp_demo_server": False}
-
-
-@pytest.fixture(scope="module")
 def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LOCKED_MCP_AUTH", "Bearer wrong")
@@ -164,3 +159,21 @@ async def test_a_tool_that_needs_approval_waits_for_it(api: OrchestratorApi) -> 
     assert (await api.wait_run(thread_id, run_id))["status"] == "completed"
     [cell] = [m["tool_activity"] for m in await api.tool_messages(thread_id)]
     assert cell["status"] == "success" and cell["data"]["text"] == "echo: hi"
+
+
+async def test_the_demo_model_rolls_dice_on_the_bundled_server(api: OrchestratorApi) -> None:
+    """What a new user sees offline: `roll 2 dice` is a live MCP cell."""
+    agent = await api.add_agent(name="demo", agent_type="assistant", model="demo/tool-demo")
+    thread_id = await api.new_thread(agent.id)
+    response = await api.post(thread_id, "roll 2 dice")
+    live = await api.wait_activity("in_progress", "demo__roll_dice", timeout=30)
+    assert live["tool_activity"]["input"] == {"action": "roll_dice", "count": 2}
+    run = await api.wait_run(thread_id, response.json()["run"]["id"], timeout=60)
+    assert run["status"] == "completed", run
+    [tool] = await api.tool_messages(thread_id)
+    cell = tool["tool_activity"]
+    assert cell["status"] == "success" and len(cell["data"]["structured_content"]["rolls"]) == 2
+    assert cell["preview"][0].startswith("rolls: ")
+    answer = (await api.messages(thread_id))[-1]["content"]
+    assert answer.startswith("Roll_dice on demo says")
+    assert api.llm.requests == []  # nothing went to the network
