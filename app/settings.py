@@ -323,6 +323,13 @@ class Settings:
         str | None,
         Meta(description="when set, `/metrics` requires `Authorization: Bearer <token>`"),
     ] = None
+    mcp_demo_server: Annotated[
+        bool,
+        Meta(
+            description="start the bundled demo MCP server (a free local port) for agent "
+            "types that list a `bundled: true` server"
+        ),
+    ] = True
     otel_enabled: Annotated[
         bool,
         Meta(

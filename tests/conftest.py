@@ -82,7 +82,13 @@ def dialect(database_url: str) -> str:
 def settings(database_url: str) -> Settings:
     # A smaller connection budget than a server's: the session app serves one test at a
     # time, and test runs share the PostgreSQL server with each other.
-    return Settings(database_url=database_url, runner_enabled=False, database_max_connections=10)
+    # No bundled demo MCP server: the session app would add its tools to `assistant`.
+    return Settings(
+        database_url=database_url,
+        runner_enabled=False,
+        database_max_connections=10,
+        mcp_demo_server=False,
+    )
 
 
 @pytest.fixture(scope="session")

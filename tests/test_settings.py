@@ -114,6 +114,7 @@ DEFAULTS = {
     "gc_freeze_after_startup": True,
     "metrics_enabled": True,
     "metrics_token": None,
+    "mcp_demo_server": True,
     "otel_enabled": False,
 }
 

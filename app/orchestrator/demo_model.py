@@ -27,6 +27,19 @@ class DemoReply:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {name, arguments (JSON)}
 
 
+# "roll 4 dice": the bundled demo MCP server's tool (app/tools/mcp/demo_server.py)
+_DICE = re.compile(r"\broll(?: (\d{1,2}))? (?:dice|die)\b", re.I)
+DICE_TOOL = "demo__roll_dice"
+
+
+def _dice_call(text: str, available: set[str]) -> dict[str, Any] | None:
+    match = _DICE.search(text)
+    if match is None or DICE_TOOL not in available:
+        return None
+    count = min(int(match.group(1) or 3), 10)
+    return {"name": DICE_TOOL, "arguments": json.dumps({"count": max(count, 1)})}
+
+
 def _tool_names(tools: list[dict[str, Any]] | None) -> set[str]:
     return {t.get("function", {}).get("name", "") for t in tools or ()}
 
@@ -38,6 +51,8 @@ def _describe(body: dict[str, Any]) -> str:
         return f"I added “{body['task_title']}” to your tasks"
     if body.get("type") == "memory" or body.get("memory_id"):
         return "I'll remember that"
+    if body.get("type") == "mcp_result":
+        return f"{body.get('tool')} on {body.get('server')} says: {body.get('text') or 'done'}"
     results = body.get("results")
     if isinstance(results, list):
         titles = [str(r.get("title") or r.get("url")) for r in results[:3] if isinstance(r, dict)]
@@ -96,6 +111,8 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
     last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
     text = str((last_user or {}).get("content") or "").strip()
     available = _tool_names(tools)
+    if (dice := _dice_call(text, available)) is not None:
+        return DemoReply(tool_calls=[dice])
     for pattern, tool, action, param in _INTENTS:
         match = pattern.search(text)
         if match and tool in available:
@@ -105,7 +122,7 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
     return DemoReply(
         text=(
             "I'm the offline demo model. Try “remind me to buy milk”, "
-            "“remember that I like tea” or “search for litestar”."
+            "“remember that I like tea”, “search for litestar” or “roll 3 dice”."
         )
     )
 

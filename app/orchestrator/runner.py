@@ -192,7 +192,7 @@ class RunExecution:
     def _tools_for(self, spec: LoopSpec) -> list[dict[str, Any]]:
         # a fresh copy each time: providers' adapters may edit the dicts they are given
         tools: list[dict[str, Any]] = msgspec.json.decode(
-            _function_definitions(tuple(spec.allowed))
+            _function_definitions(tuple(spec.allowed), get_registry().generation)
         )
         offered = spec.delegates.items()
         return tools + [delegation.delegate_definition(name, agent) for name, agent in offered]
@@ -314,6 +314,7 @@ async def _next_step(
 
 
 @lru_cache(maxsize=256)
-def _function_definitions(names: tuple[str, ...]) -> bytes:
-    """Generating JSON Schemas takes milliseconds; tools do not change in a process."""
+def _function_definitions(names: tuple[str, ...], generation: tuple[int, ...] = ()) -> bytes:
+    """Generating JSON Schemas takes milliseconds; builtin tools do not change in a process,
+    MCP servers' tools may (`generation` changes with them: app/tools/mcp/catalog.py)."""
     return msgspec.json.encode(get_registry().function_definitions(names))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from uuid import UUID
 
 import msgspec
@@ -51,6 +51,9 @@ class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     duplicate: bool = False
     # Up to 3 short lines for the finished cell (`tool_activity.preview`); not for the model.
     preview: list[str] | None = None
+    # What the model reads instead of `data` when set (an MCP result: its text, not both
+    # the text and the structured content it repeats); the cell keeps `data`.
+    model_data: dict[str, Any] | None = None
 
     @classmethod
     def success(
@@ -95,7 +98,8 @@ class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     def to_model_content(self) -> str:
         """Compact JSON for the tool message the model reads next."""
         if self.ok:
-            body: dict[str, Any] = {"ok": True, **(self.data or {})}
+            shown = self.model_data if self.model_data is not None else self.data
+            body: dict[str, Any] = {"ok": True, **(shown or {})}
         else:
             body = {"type": "error", "ok": False, "error": self.error}
             body["error_type"] = self.error_type
@@ -172,6 +176,17 @@ class Tool:
     validation_hints: ClassVar[dict[str, Any]] = {}
     # One line for GET /api/tools; None: derived from the JSON Schema.
     params_hint: ClassVar[str | None] = None
+    # "server": its code runs here; "mcp": a remote MCP server runs it (app/tools/mcp/).
+    executor: ClassVar[Literal["server", "mcp"]] = "server"
+    mcp_server: ClassVar[str | None] = None  # the MCP server's name (executor "mcp")
+
+    def check_arguments(
+        self, args: dict[str, Any]
+    ) -> tuple[str, msgspec.Struct] | ToolResult | None:
+        """A tool described by a JSON Schema rather than action Structs (an MCP tool) checks
+        the decoded arguments itself: (action, params) or a self-correcting error. None:
+        the standard `action` + parameters validation (app/tools/validation.py)."""
+        return None
 
     def start_message(self, action: str, params: msgspec.Struct) -> str | None:
         """What the cell says while the call runs, known before it starts: written with the

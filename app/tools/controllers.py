@@ -32,9 +32,12 @@ class ToolRead(Schema):
     result_schemas: dict[str, dict[str, str]]
     # "device": the phone runs the tool; its cell waits as `awaiting_device` until the
     # app posts the output (validated against `result_schema`) to …/messages/{id}/result.
-    executor: Literal["server", "device"] = "server"
+    # "mcp": a remote MCP server (`mcp_server`) runs it; its cell's `data` on success is
+    # `{type: "mcp_result", server, tool, structured_content?, text?}`.
+    executor: Literal["server", "device", "mcp"] = "server"
     timeout_seconds: float = 30
     result_schema: dict[str, object] = {}  # device tools; {} for server tools
+    mcp_server: str | None = None  # executor "mcp": the server's name in the agent-types file
 
 
 class ToolList(Schema):

@@ -94,7 +94,7 @@ def parse_call(
     """Validation only (the orchestrator uses it to decide on confirmation before running)."""
     registry = get_registry()
     tool = registry.get(name)
-    available = [n for n in registry.names() if allowed is None or n in allowed]
+    available = [n for n in registry.all_names() if allowed is None or n in allowed]
     if tool is None or name not in available:
         return unknown_tool(name, available)
     return validate_call(tool, arguments)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -31,16 +31,45 @@ class ToolCatalogEntry(msgspec.Struct, kw_only=True):
     # action -> {"$ref": "#/components/schemas/<its ToolData Struct>"} (openapi/openapi.json)
     result_schemas: dict[str, dict[str, str]]
     # "server": runs here; "device": the phone runs it (the cell waits as awaiting_device
-    # until the app posts the result to …/messages/{message_id}/result).
-    executor: Literal["server", "device"] = "server"
+    # until the app posts the result to …/messages/{message_id}/result); "mcp": a remote
+    # MCP server runs it (`mcp_server` names it).
+    executor: Literal["server", "device", "mcp"] = "server"
     result_schema: dict[str, Any] = {}  # device tools: the output the app posts ({}: any)
+    mcp_server: str | None = None
+
+
+class ToolSource(Protocol):
+    """Tools that come and go while the process runs (the MCP servers' catalog)."""
+
+    generation: int  # bumped whenever its tools change
+
+    def get(self, name: str) -> Tool | None: ...
+
+    def tools(self) -> list[Tool]: ...
 
 
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._sources: list[ToolSource] = []
         for tool in tools:
             self.register(tool)
+
+    def add_source(self, source: ToolSource) -> None:
+        self._sources.append(source)
+
+    def remove_source(self, source: ToolSource) -> None:
+        if source in self._sources:
+            self._sources.remove(source)
+
+    @property
+    def generation(self) -> tuple[int, ...]:
+        """Changes whenever a source's tools change (a cache key for their definitions)."""
+        return tuple(source.generation for source in self._sources)
+
+    def all_names(self) -> list[str]:
+        """The registered tools, then the sources' current ones."""
+        return self.names() + [t.name for s in self._sources for t in s.tools()]
 
     def register(self, tool: Tool) -> None:
         if tool.name in self._tools:
@@ -48,7 +77,12 @@ class ToolRegistry:
         self._tools[tool.name] = tool
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        tool = self._tools.get(name)
+        if tool is None:
+            for source in self._sources:
+                if (tool := source.get(name)) is not None:
+                    break
+        return tool
 
     def tools(self) -> list[Tool]:
         return list(self._tools.values())
@@ -62,15 +96,16 @@ class ToolRegistry:
     def catalog(self) -> list[ToolCatalogEntry]:
         """The registered tools, then the device tools the agent-types file declares."""
         devices = [_device_entry(spec) for spec in device_tools().values()]
-        return [_catalog_entry(tool) for tool in self._tools.values()] + devices
+        remote = [_catalog_entry(t) for source in self._sources for t in source.tools()]
+        return [_catalog_entry(tool) for tool in self._tools.values()] + devices + remote
 
     def function_definitions(self, names: Iterable[str]) -> list[dict[str, Any]]:
         """What the model is offered for `names` (server and device tools)."""
         devices = device_tools()
         definitions = []
         for name in names:
-            if name in self._tools:
-                definitions.append(self._tools[name].function_definition())
+            if (tool := self.get(name)) is not None:
+                definitions.append(tool.function_definition())
             elif name in devices:
                 definitions.append(devices[name].function_definition())
         return definitions
@@ -89,6 +124,8 @@ def _catalog_entry(tool: Tool) -> ToolCatalogEntry:
         confirmation_actions=confirm,
         non_user_facing_actions=sorted(tool.non_user_facing_actions),
         timeout_seconds=tool.timeout_seconds,
+        executor=tool.executor,
+        mcp_server=tool.mcp_server,
         result_schemas={
             action: {"$ref": REF_TEMPLATE.format(name=struct.__name__)}
             for action, struct in tool.results.items()

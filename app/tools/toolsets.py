@@ -17,6 +17,8 @@ import yaml  # type: ignore[import-untyped]
 from app.settings import StartupError
 from app.tools.device import DeviceToolSpec, declaration_problem
 from app.tools.legacy import TO_DOMAIN, domain_names
+from app.tools.mcp.config import McpServerSpec
+from app.tools.mcp.config import declaration_problem as mcp_declaration_problem
 
 DEFAULT_AGENT_TYPES_FILE = Path(__file__).with_name("agent_types.yaml")
 
@@ -35,11 +37,14 @@ class AgentTypeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     delegation: bool = False
     run_timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 300
     planner: bool = False  # plan first (a strict JSON plan), then run the plan's steps
+    # MCP servers (the file's `mcp_servers:`) whose tools join this type's toolset
+    mcp_servers: list[str] = []
 
 
 class _AgentTypesFile(msgspec.Struct, forbid_unknown_fields=True):
     agent_types: dict[str, AgentTypeConfig]
     device_tools: dict[str, DeviceToolSpec] = {}
+    mcp_servers: dict[str, McpServerSpec] = {}
 
 
 def _read_file(text: str, source: str) -> _AgentTypesFile:
@@ -71,6 +76,17 @@ def parse_device_tools(
     return tools
 
 
+def parse_mcp_servers(text: str, source: str = "agent_types.yaml") -> dict[str, McpServerSpec]:
+    """The file's MCP servers, checked: names, URLs, headers naming environment variables."""
+    servers: dict[str, McpServerSpec] = {}
+    for name, spec in _read_file(text, source).mcp_servers.items():
+        spec = msgspec.structs.replace(spec, name=name)
+        if (problem := mcp_declaration_problem(spec)) is not None:
+            raise AgentTypesError(f"{source}: {problem}.")
+        servers[name] = spec
+    return servers
+
+
 def parse_agent_types(
     text: str, known_tools: list[str], source: str = "agent_types.yaml"
 ) -> dict[str, AgentTypeConfig]:
@@ -78,6 +94,12 @@ def parse_agent_types(
     parsed = _read_file(text, source)
     types: dict[str, AgentTypeConfig] = {}
     for name, config in parsed.agent_types.items():
+        undeclared = [s for s in config.mcp_servers if s not in parsed.mcp_servers]
+        if undeclared:
+            raise AgentTypesError(
+                f"{source}: agent type {name!r} lists undeclared MCP server(s) "
+                f"{', '.join(map(repr, undeclared))}; declared: {', '.join(parsed.mcp_servers) or 'none'}."
+            )
         unknown = [t for t in config.tools if t not in known_tools]
         if unknown:
             raise AgentTypesError(
@@ -99,7 +121,7 @@ def load_agent_types(
     registry's, so this module (and the domain services that ask it which tools exist)
     never imports the builtin tools. Later calls reuse the one given first.
     """
-    global _AGENT_TYPES, _TOOL_NAMES, _DEVICE_TOOLS
+    global _AGENT_TYPES, _TOOL_NAMES, _DEVICE_TOOLS, _MCP_SERVERS
     if tool_names is not None:
         _TOOL_NAMES = tool_names
     file = Path(path) if path else DEFAULT_AGENT_TYPES_FILE
@@ -109,14 +131,39 @@ def load_agent_types(
         raise AgentTypesError(f"Cannot read agent types file {file}: {exc.strerror}") from None
     devices = parse_device_tools(text, _registered_tool_names(), source=str(file))
     types = parse_agent_types(text, _registered_tool_names() + list(devices), source=str(file))
-    _AGENT_TYPES, _DEVICE_TOOLS = types, devices
+    servers = parse_mcp_servers(text, source=str(file))
+    _AGENT_TYPES, _DEVICE_TOOLS, _MCP_SERVERS = types, devices, servers
     return types
 
 
 ToolNames = Callable[[], Iterable[str]]
+McpToolNames = Callable[[str], list[str]]  # server name -> its tools' names right now
 _AGENT_TYPES: dict[str, AgentTypeConfig] | None = None
 _DEVICE_TOOLS: dict[str, DeviceToolSpec] = {}
+_MCP_SERVERS: dict[str, McpServerSpec] = {}
 _TOOL_NAMES: ToolNames | None = None
+_MCP_TOOL_NAMES: McpToolNames | None = None
+
+
+def install_mcp_tool_names(names: McpToolNames | None) -> None:
+    """Set by the MCP catalog at startup (app/tools/mcp/plugin.py): which tools each server
+    offers now. Unset (or a server unreachable): its tools are in no toolset."""
+    global _MCP_TOOL_NAMES
+    _MCP_TOOL_NAMES = names
+
+
+def mcp_servers() -> dict[str, McpServerSpec]:
+    """The declared MCP servers by name (empty until the agent-types file is loaded)."""
+    agent_types()
+    return _MCP_SERVERS
+
+
+def mcp_tool_names(server: str) -> list[str]:
+    return _MCP_TOOL_NAMES(server) if _MCP_TOOL_NAMES is not None else []
+
+
+def _all_mcp_tool_names() -> list[str]:
+    return [name for server in mcp_servers() for name in mcp_tool_names(server)]
 
 
 def _registered_tool_names() -> list[str]:
@@ -130,7 +177,7 @@ def _registered_tool_names() -> list[str]:
 def known_tool_names() -> list[str]:
     """Every tool an agent may list in enabled_tools: registered (server) and device tools."""
     agent_types()  # device tools are known once the file is read
-    return _registered_tool_names() + list(_DEVICE_TOOLS)
+    return _registered_tool_names() + list(_DEVICE_TOOLS) + _all_mcp_tool_names()
 
 
 def device_tools() -> dict[str, DeviceToolSpec]:
@@ -171,11 +218,17 @@ def effective_tools(agent_type: str, enabled_tools: list[str] | None) -> list[st
     config = get_agent_type(agent_type)
     if config is None:
         return []
+    offered = type_tools(config)
     if enabled_tools is None:
-        return list(config.tools)
+        return offered
     enabled = domain_names(enabled_tools)
-    return [name for name in config.tools if name in enabled]
+    return [name for name in offered if name in enabled]
+
+
+def type_tools(config: AgentTypeConfig) -> list[str]:
+    """The type's toolset: its tools, then the tools its MCP servers offer now."""
+    return list(config.tools) + [n for s in config.mcp_servers for n in mcp_tool_names(s)]
 
 
 def agent_types_offering(tool_name: str) -> list[str]:
-    return [name for name, config in agent_types().items() if tool_name in config.tools]
+    return [name for name, config in agent_types().items() if tool_name in type_tools(config)]

@@ -245,6 +245,9 @@ def _validate_call(
     nul = _check_text(args)
     if nul is not None:
         return nul
+    own = tool.check_arguments(args)  # a JSON-Schema tool (MCP) checks its own arguments
+    if own is not None:
+        return own if isinstance(own, ToolResult) else (tool, *own)
     action = _check_action(tool, args)
     if isinstance(action, ToolResult):
         return action

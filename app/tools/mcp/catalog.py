@@ -1,0 +1,165 @@
+"""The tools every declared server offers: `tools/list`, cached per server.
+
+A server's list is fetched at startup, again when its `refresh_seconds` have passed, and
+at once when the server says the list changed (a `subscriptions/listen` stream, where
+the server offers one). A server that cannot be listed has no tools until it can be: its
+tools leave every toolset (one log line when it goes down, one when it comes back), and
+no run fails because of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+from mcp.client.subscriptions import ListenNotSupportedError
+
+from app.tools.base import Tool
+from app.tools.mcp.config import McpServerSpec
+from app.tools.mcp.connect import StatusWatch, connect, describe_failure, leaf_exceptions
+from app.tools.mcp.tool import McpTool
+
+logger = logging.getLogger("app.tools.mcp")
+LIST_PAGES = 20  # a server's list is a few pages at most; a cursor that never ends stops here
+RETRY_SECONDS = 30.0  # a server that is down is asked again this often
+
+
+@dataclass
+class ServerTools:
+    spec: McpServerSpec
+    tools: dict[str, McpTool] = field(default_factory=dict)
+    reachable: bool | None = None  # None: never asked
+    fresh_until: float = 0.0
+    listening: asyncio.Event = field(default_factory=asyncio.Event)  # list_changed heard
+
+
+class McpCatalog:
+    """A `ToolSource` for the registry (app/tools/registry.py) and the names each server
+    offers for the toolsets (app/tools/toolsets.py)."""
+
+    def __init__(self, servers: dict[str, McpServerSpec]) -> None:
+        self.servers = {name: ServerTools(spec) for name, spec in servers.items()}
+        self.generation = 0
+        self.changed = asyncio.Event()  # set whenever the tools change (tests wait on it)
+        self._by_name: dict[str, McpTool] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- ToolSource --------------------------------------------------------------------
+    def get(self, name: str) -> Tool | None:
+        return self._by_name.get(name)
+
+    def tools(self) -> list[Tool]:
+        return list(self._by_name.values())
+
+    def names_for(self, server: str) -> list[str]:
+        entry = self.servers.get(server)
+        return list(entry.tools) if entry is not None else []
+
+    # -- refreshing --------------------------------------------------------------------
+    async def refresh(self, server: str) -> None:
+        entry = self.servers[server]
+        watch = StatusWatch()
+        try:
+            listed = await self._list(entry.spec, watch)
+        except Exception as exc:
+            self._went_down(entry, watch, exc)
+            return
+        if entry.reachable is False:
+            logger.info("mcp server %s is reachable again (%d tools)", server, len(listed))
+        entry.reachable = True
+        entry.fresh_until = asyncio.get_running_loop().time() + entry.spec.refresh_seconds
+        self._install(entry, listed)
+
+    async def refresh_all(self, wait: float | None = None) -> None:
+        """Every server at once; `wait` bounds it (a slow one keeps what it had)."""
+        work = [self.refresh(name) for name in self.servers]
+        if not work:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(wait):
+                await asyncio.gather(*work)
+
+    async def _list(self, spec: McpServerSpec, watch: StatusWatch) -> dict[str, McpTool]:
+        listed: dict[str, McpTool] = {}
+        async with connect(spec, watch, seconds=min(spec.timeout_seconds, 30)) as client:
+            cursor = None
+            for _ in range(LIST_PAGES):
+                page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+                for remote in page.tools:
+                    if spec.allows(remote.name):
+                        tool = McpTool(spec, remote)
+                        listed[tool.name] = tool
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        return listed
+
+    def _went_down(self, entry: ServerTools, watch: StatusWatch, exc: BaseException) -> None:
+        if entry.reachable is not False:  # logged once per outage, not per attempt
+            reason = (
+                f"it refused the credentials (HTTP {watch.denied})"
+                if watch.denied is not None
+                else describe_failure(exc)
+            )
+            logger.warning("mcp server %s left out of toolsets: %s", entry.spec.name, reason)
+        entry.reachable = False
+        loop = asyncio.get_running_loop()
+        entry.fresh_until = loop.time() + min(RETRY_SECONDS, entry.spec.refresh_seconds)
+        self._install(entry, {})
+
+    def _install(self, entry: ServerTools, listed: dict[str, McpTool]) -> None:
+        if _signature(entry.tools) == _signature(listed):
+            return
+        entry.tools = listed
+        self._by_name = {n: t for e in self.servers.values() for n, t in e.tools.items()}
+        self.generation += 1
+        self.changed.set()
+
+    # -- background --------------------------------------------------------------------
+    def start(self) -> None:
+        """Keep every server's list fresh: a TTL loop, plus a listener per server."""
+        for name in self.servers:
+            self._tasks.append(asyncio.create_task(self._keep_fresh(name)))
+            self._tasks.append(asyncio.create_task(self._listen(name)))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+
+    async def _keep_fresh(self, server: str) -> None:
+        entry = self.servers[server]
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(max(0.05, entry.fresh_until - loop.time()))
+            if loop.time() >= entry.fresh_until:
+                await self.refresh(server)
+
+    async def _listen(self, server: str) -> None:
+        """Refresh when the server says its tool list changed (2026-07-28 servers)."""
+        entry = self.servers[server]
+        while True:
+            try:
+                async with (
+                    connect(entry.spec, StatusWatch(), seconds=3600) as client,
+                    client.listen(tools_list_changed=True) as subscription,
+                ):
+                    entry.listening.set()
+                    async for _event in subscription:
+                        await self.refresh(server)
+            except Exception as exc:
+                if any(isinstance(e, ListenNotSupportedError) for e in leaf_exceptions(exc)):
+                    return  # an older server: the TTL alone keeps its list fresh
+                logger.debug("mcp server %s: listen ended (%s)", server, describe_failure(exc))
+            finally:
+                entry.listening.clear()
+            await asyncio.sleep(min(RETRY_SECONDS, entry.spec.refresh_seconds))
+
+
+def _signature(tools: dict[str, McpTool]) -> list[tuple[str, str, str]]:
+    return sorted((n, t.description, repr(t.schema)) for n, t in tools.items())

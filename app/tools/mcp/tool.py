@@ -1,0 +1,210 @@
+"""A remote MCP tool as one of ours: `McpTool` is a `Tool`, so validation, approval,
+budgets, the per-run duplicate check, the cell and the run trace treat it like a builtin.
+
+Its arguments are checked against the server's JSON Schema (a self-correcting
+`validation_error` before anything is sent); its "action" is the remote tool's name, so
+the cell's `input` reads `{"action": "<remote tool>", …arguments}`. The call reports the
+server's progress notifications as the cell's `display_message` and `data.progress` /
+`data.total`; the result's `structuredContent` becomes `data` (`type: "mcp_result"`), its
+text the preview and what the model reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, cast
+
+import mcp.types as mcp_types
+import msgspec
+
+from app.tools.base import Tool, ToolContext, ToolData, ToolResult
+from app.tools.device import schema_errors
+from app.tools.mcp.config import McpServerSpec
+from app.tools.mcp.connect import StatusWatch, connect, describe_failure
+from app.tools.mcp.naming import tool_name
+from app.tools.schema import params_hint
+
+logger = logging.getLogger("app.tools.mcp")
+MAX_TEXT_CHARS = 20_000  # what the model reads of a result's text (like a fetched page)
+
+
+class McpToolResult(ToolData, tag="mcp_result", kw_only=True, omit_defaults=True):
+    """A remote MCP tool's successful result: its `structuredContent` (any JSON, shaped by
+    the tool's own output schema) and its text content."""
+
+    server: str
+    tool: str
+    structured_content: Any = None
+    text: str | None = None
+
+
+class RemoteArguments(msgspec.Struct):
+    """Stands for the remote schema in the catalog's per-action listing (checked against
+    the JSON Schema itself, `McpTool.check_arguments`)."""
+
+
+def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The server's input schema as providers take it (an object with properties)."""
+    if schema.get("type") != "object":
+        return {"type": "object", "properties": {}}
+    return {"properties": {}, **schema}
+
+
+class McpTool(Tool):
+    """One tool of one server; built from its `tools/list` entry."""
+
+    def __init__(self, spec: McpServerSpec, remote: mcp_types.Tool) -> None:
+        self.spec, self.remote = spec, remote.name
+        self.name = tool_name(spec.name, remote.name)  # type: ignore[misc]
+        about = remote.description or remote.title or remote.name
+        self.description = f"{about} (MCP server {spec.name})"  # type: ignore[misc]
+        self.schema = _object_schema(remote.input_schema)
+        self.actions = {remote.name: RemoteArguments}  # type: ignore[misc]
+        self.results = {remote.name: McpToolResult}  # type: ignore[misc]
+        self.is_user_facing = spec.is_user_facing  # type: ignore[misc]
+        self.requires_confirmation = spec.needs_confirmation(remote.name)  # type: ignore[misc]
+        read_only = bool(remote.annotations and remote.annotations.read_only_hint)
+        self.read_only_actions = frozenset({remote.name} if read_only else ())  # type: ignore[misc]
+        self.timeout_seconds = spec.timeout_seconds  # type: ignore[misc]
+        self.mcp_server = spec.name  # type: ignore[misc]
+
+    executor = "mcp"
+
+    def parameters_schema(self) -> dict[str, Any]:
+        return self.schema
+
+    def parameters_hint(self) -> str:
+        return params_hint(self.schema)
+
+    def required_params(self, action: str) -> list[str]:
+        return [str(name) for name in self.schema.get("required") or []]
+
+    def check_arguments(self, args: dict[str, Any]) -> tuple[str, msgspec.Struct] | ToolResult:
+        """The arguments against the server's schema. An `action` naming the tool itself
+        (a call by the tool's name alone) is dropped unless the schema has one."""
+        properties = self.schema.get("properties") or {}
+        if "action" not in properties and args.get("action") == self.remote:
+            args = {k: v for k, v in args.items() if k != "action"}
+        errors = schema_errors(self.schema, args)
+        if errors:
+            return ToolResult.failure(
+                f"Invalid arguments for {self.name}: "
+                + "; ".join(f"{e['field']}: {e['message']}" for e in errors),
+                "validation_error",
+                suggestion="Call it again with arguments matching its parameters schema.",
+                errors=errors,
+                parameters=self.schema,
+            )
+        # The arguments as they are (a plain dict is what the executor's input, duplicate
+        # key and this tool's `run` read; no Struct can describe an arbitrary schema).
+        return self.remote, cast(msgspec.Struct, args)
+
+    def start_message(self, action: str, params: msgspec.Struct) -> str | None:
+        return f"Calling {self.remote} on {self.spec.name}…"
+
+    async def run(self, ctx: ToolContext, action: str, params: msgspec.Struct) -> ToolResult:
+        arguments = cast(dict[str, Any], params)
+        watch = StatusWatch()
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            data: dict[str, Any] = {"progress": progress, "total": total}
+            await ctx.progress(
+                display_message=message or _progress_text(progress, total), data=data
+            )
+
+        try:
+            async with connect(self.spec, watch, bearer=bearer_for(ctx, self.spec)) as client:
+                result = await client.call_tool(
+                    self.remote, arguments, progress_callback=on_progress
+                )
+        except Exception as exc:
+            if _being_cancelled():  # the SDK's streams may raise their own error instead
+                raise asyncio.CancelledError from exc
+            return self._transport_failure(exc, watch)
+        return self.result(result)
+
+    def _transport_failure(self, exc: BaseException, watch: StatusWatch) -> ToolResult:
+        if watch.denied is not None:
+            return ToolResult.failure(
+                f"The MCP server {self.spec.name} refused the credentials (HTTP "
+                f"{watch.denied}): the connection needs to be renewed.",
+                "permission_error",
+                suggestion="Tell the user the connection to this service needs renewing.",
+                server=self.spec.name,
+            )
+        reason = describe_failure(exc)
+        logger.warning("mcp %s.%s failed: %s", self.spec.name, self.remote, reason)
+        return ToolResult.failure(
+            f"{self.name} failed: {reason}.",
+            "system_error",
+            suggestion="Try again later, or answer without this tool.",
+            server=self.spec.name,
+        )
+
+    def result(self, result: mcp_types.CallToolResult) -> ToolResult:
+        text = _text_of(result)
+        if result.is_error:
+            return ToolResult.failure(
+                text or f"{self.remote} reported an error.",
+                "user_error",
+                suggestion="Read the error, correct the arguments and call it again.",
+                server=self.spec.name,
+            )
+        data = McpToolResult(
+            server=self.spec.name,
+            tool=self.remote,
+            structured_content=result.structured_content,
+            text=text[:MAX_TEXT_CHARS] or None,
+        )
+        success = ToolResult.success(data)
+        if text:  # the model reads the text; the structured content stays in the cell
+            shown = msgspec.structs.replace(data, structured_content=None)
+            success = msgspec.structs.replace(success, model_data=msgspec.to_builtins(shown))
+        return success
+
+    def result_preview(self, action: str, result: ToolResult) -> list[str] | None:
+        """The structured content's first fields (`total: 12`), else the text's lines."""
+        data = result.data or {}
+        structured = data.get("structured_content")
+        if isinstance(structured, dict) and structured:
+            return [f"{key}: {_compact(value)}" for key, value in list(structured.items())[:3]]
+        lines = [line.strip() for line in str(data.get("text") or "").splitlines()]
+        return [line for line in lines if line][:3] or None
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(_compact(item) for item in value)
+    if isinstance(value, dict):
+        return msgspec.json.encode(value).decode()
+    return str(value)
+
+
+def bearer_for(ctx: ToolContext, spec: McpServerSpec) -> str | None:
+    """The user's own token for a per-user server (none for operator-declared ones)."""
+    return None
+
+
+def _being_cancelled() -> bool:
+    """This task was cancelled (a run's cancel, the executor's timeout): the call must end
+    as `cancelled` / `timeout`, whatever the connection raised while it was torn down."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _progress_text(progress: float, total: float | None) -> str:
+    if total:
+        return f"{progress:g} of {total:g}"
+    return f"{progress:g} done"
+
+
+def _text_of(result: mcp_types.CallToolResult) -> str:
+    """The text blocks of a result; other kinds (images, audio, resources) are named."""
+    parts = []
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            parts.append(block.text)
+        else:
+            parts.append(f"[{block.type}]")
+    return "\n".join(parts)

@@ -1,0 +1,98 @@
+"""Real MCP servers for the tests, built with the official SDK (`MCPServer`) and served
+over stateless Streamable HTTP on real sockets (uvicorn in a thread, like the demo)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
+
+from app.tools.mcp.demo_server import RunningServer, serve_in_thread, streamable_app
+
+TOKEN = "s3cret-token"
+
+
+class Counted(BaseModel):
+    steps: int
+    note: str
+
+
+def build_test_server() -> MCPServer:
+    server = MCPServer("toolcells-test")
+
+    @server.tool()
+    async def count(steps: int, ctx: Context) -> Counted:
+        """Count up to `steps`, reporting progress after each one."""
+        for index in range(steps):
+            await asyncio.sleep(0.05)
+            await ctx.report_progress(index + 1, steps, f"Step {index + 1} of {steps}")
+        return Counted(steps=steps, note=f"counted to {steps}")
+
+    @server.tool(structured_output=False)
+    def echo(text: str) -> str:
+        """Say `text` back."""
+        return f"echo: {text}"
+
+    @server.tool()
+    def fail(reason: str) -> str:
+        """Always fails, saying why."""
+        raise ToolError(f"cannot do that: {reason}")
+
+    @server.tool()
+    async def hang() -> str:
+        """Never answers."""
+        await asyncio.sleep(3600)
+        return "never"
+
+    @server.tool()
+    async def grow(ctx: Context) -> str:
+        """Adds a tool `extra` and tells listeners the list changed."""
+
+        def extra() -> str:
+            """A tool added while the server runs."""
+            return "extra"
+
+        server.add_tool(extra, name="extra")
+        await ctx.notify_tools_changed()
+        return "grown"
+
+    @server.tool()
+    def secret_only() -> str:
+        """Hidden by the allow-list in most tests."""
+        return "secret"
+
+    return server
+
+
+def bearer_required(app: Any, token: str = TOKEN) -> Any:
+    """The app behind a check of `Authorization: Bearer <token>` (401 otherwise)."""
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization") != f"Bearer {token}".encode():
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain")]})  # fmt: skip
+                await send({"type": "http.response.body", "body": b"unauthorized"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+@contextmanager
+def running(app: Any) -> Iterator[RunningServer]:
+    server = serve_in_thread(app)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def build_test_app() -> Any:
+    return streamable_app(build_test_server())
