@@ -66,6 +66,10 @@ HEADER = "target      procs config          users tok p50 tok p99 1st p50 1st p9
 HEADER += "  done fail  t/o closed CPU ms/turn RSS MB load % model %"
 
 
+# the column is narrow: the settings a run of this benchmark is likely to raise
+SHORT = {"RUNNER_MAX_CONCURRENT_RUNS": "runs", "DATABASE_MAX_CONNECTIONS": "db"}
+
+
 @dataclass
 class Row:
     target: str
@@ -108,7 +112,7 @@ def parse_config(text: str) -> tuple[str, dict[str, str]]:
     if text.strip() in ("", "defaults"):
         return "defaults", {}
     pairs = dict(pair.split("=", 1) for pair in text.split())
-    label = " ".join(f"{k.removeprefix('RUNNER_')}={v}" for k, v in pairs.items())
+    label = " ".join(f"{SHORT.get(k, k.lower())}={v}" for k, v in pairs.items())
     return label, pairs
 
 
