@@ -33,7 +33,10 @@ Per row:
   (failed and timed-out turns cost CPU too, and are not in the divisor);
 - RSS MB: peak resident memory of the server processes (summed), sampled every 0.5 s;
 - load %, model %: CPU of the load generator (all its processes) and of the fake model,
-  in % of one core over the row: on a small machine they share the cores with the server.
+  in % of one core over the row: on a small machine they share the cores with the server;
+- lag p99/max, ms: how late the load generator's loop woke a 10 ms timer: its own delay,
+  which its latencies count against the server (above a few ms: add `--client-procs`, or
+  the machine is too busy for the latency columns to be the server's).
 
 The server runs with its defaults, which cap concurrency (RUNNER_MAX_CONCURRENT_RUNS=16,
 the model door's 100 connections, DATABASE_MAX_CONNECTIONS=20): the rows show what they
@@ -63,7 +66,7 @@ from bench.turn.__main__ import REDIS_URL, pct, stop_model
 from bench.turn.server import ServerProcess, server_env, servers
 
 HEADER = "target      procs config          users tok p50 tok p99 1st p50 1st p99 turns/s"
-HEADER += "  done fail  t/o closed CPU ms/turn RSS MB load % model %"
+HEADER += "  done fail  t/o closed CPU ms/turn RSS MB load % model % lag p99 lag max"
 
 
 # the column is narrow: the settings a run of this benchmark is likely to raise
@@ -103,6 +106,8 @@ class Row:
             f"{self.rss / 2**20:>6.0f}",
             f"{100 * s.cpu / self.wall:>6.0f}",
             f"{100 * self.model_cpu / self.wall:>7.0f}",
+            f"{pct(s.loop_lag, 0.99):>7.0f}",
+            f"{1000 * max(s.loop_lag, default=0):>7.0f}",
         ]
         return " ".join(cells)
 

@@ -71,9 +71,22 @@ async def drive(plan: Plan) -> Samples:
             users.append(langgraph_user(base, window, samples))
         else:
             users.append(Phone(base, plan.accounts[i], samples).run(window))
-    await asyncio.gather(*users)
+    probe = asyncio.create_task(_probe_lag(samples.loop_lag))
+    try:
+        await asyncio.gather(*users)
+    finally:
+        probe.cancel()
     samples.cpu = _cpu() - before
     return samples
+
+
+async def _probe_lag(lags: list[float], interval: float = 0.01) -> None:
+    """Ask to be woken every `interval`, record how late: this process's own delay in
+    reading frames, which its timestamps would otherwise count against the server."""
+    while True:
+        asked = time.monotonic()
+        await asyncio.sleep(interval)
+        lags.append(time.monotonic() - asked - interval)
 
 
 def _drive_in_process(plan: Plan) -> Samples:

@@ -17,6 +17,9 @@ class Samples:
     timeouts: int = 0  # no end within the turn timeout (then cancelled)
     closed: int = 0  # the socket closed under a turn
     cpu: float = 0.0  # the load generator's own CPU seconds (user + system)
+    # how late the load generator's loop woke a 10 ms timer, s: its own delays, which
+    # its clocks count as the server's (a busy machine, or a load process at its limit)
+    loop_lag: list[float] = field(default_factory=list)
 
     def add_turn(self, clock: TokenClock | None) -> None:
         """A turn's tokens, whatever its end (the tokens that came are real latencies)."""
@@ -35,3 +38,4 @@ class Samples:
         self.timeouts += other.timeouts
         self.closed += other.closed
         self.cpu += other.cpu
+        self.loop_lag += other.loop_lag
