@@ -31,6 +31,8 @@ Per row:
   closed (socket closed under a turn);
 - CPU ms/turn: every server process's user + system CPU over the row / completed turns
   (failed and timed-out turns cost CPU too, and are not in the divisor);
+- srv %: the server processes' CPU in % of one core over the row (far below 100 % per
+  process with latencies high: the server waits, on a limit or for a core);
 - RSS MB: peak resident memory of the server processes (summed), sampled every 0.5 s;
 - load %, model %: CPU of the load generator (all its processes) and of the fake model,
   in % of one core over the row: on a small machine they share the cores with the server;
@@ -66,7 +68,7 @@ from bench.turn.__main__ import REDIS_URL, pct, stop_model
 from bench.turn.server import ServerProcess, server_env, servers
 
 HEADER = "target      procs config          users tok p50 tok p99 1st p50 1st p99 turns/s"
-HEADER += "  done fail  t/o closed CPU ms/turn RSS MB load % model % lag p99 lag max"
+HEADER += "  done fail  t/o closed CPU ms/turn srv % RSS MB load % model % lag p99 lag max"
 
 
 # the column is narrow: the settings a run of this benchmark is likely to raise
@@ -103,6 +105,7 @@ class Row:
             f"{s.timeouts:>4}",
             f"{s.closed:>6}",
             f"{1000 * self.server_cpu / max(1, s.completed):>11.1f}",
+            f"{100 * self.server_cpu / self.wall:>5.0f}",
             f"{self.rss / 2**20:>6.0f}",
             f"{100 * s.cpu / self.wall:>6.0f}",
             f"{100 * self.model_cpu / self.wall:>7.0f}",
