@@ -16,6 +16,7 @@ call's id, which the second request carries back in its history.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import socket
@@ -79,7 +80,7 @@ class Model:
         steps: list[Step] = [lambda: first]
         for piece in split(ARGUMENTS, self.pacing.argument_pieces):
             chunk = sse({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
-            steps.append(lambda chunk=chunk: chunk)
+            steps.append(functools.partial(bytes, chunk))
 
         def finish() -> bytes:
             self.model_wait[call_id] = time.monotonic() - arrived
@@ -96,7 +97,7 @@ class Model:
             return sse({"content": token(index, time.monotonic())})
 
         steps: list[Step] = [first]
-        steps += [lambda i=i: nth(i) for i in range(1, self.pacing.answer_tokens)]
+        steps += [functools.partial(nth, i) for i in range(1, self.pacing.answer_tokens)]
         steps.append(lambda: sse({}, "stop") + END)
         return steps
 
