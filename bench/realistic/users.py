@@ -94,6 +94,8 @@ class Phone:
         self, http: aiohttp.ClientSession, ws: aiohttp.ClientWebSocketResponse, window: Window
     ) -> None:
         turn = run_id = None
+        if ws.closed:  # closed by the server between turns
+            raise SocketClosed
         try:
             async with asyncio.timeout(window.timeout):
                 async with http.post("/api/threads", json={"agent_id": self.account.agent_id}) as r:
