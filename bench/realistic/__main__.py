@@ -104,7 +104,7 @@ class Row:
             f"{s.failed:>4}",
             f"{s.timeouts:>4}",
             f"{s.closed:>6}",
-            f"{1000 * self.server_cpu / max(1, s.completed):>11.1f}",
+            f"{1000 * self.server_cpu / s.completed if s.completed else float('nan'):>11.1f}",
             f"{100 * self.server_cpu / self.wall:>5.0f}",
             f"{self.rss / 2**20:>6.0f}",
             f"{100 * s.cpu / self.wall:>6.0f}",
