@@ -89,12 +89,12 @@ def _config_dir() -> str:
 
 
 @contextmanager
-def langgraph_server(venv: str, model_url: str) -> Iterator[LangGraphServer]:
+def langgraph_server(venv: str, model_url: str, jobs: int = 10) -> Iterator[LangGraphServer]:
     """`langgraph dev` from `venv` on a free port, once it answers `/ok`; stopped (its
-    whole process group) on exit."""
+    whole process group) on exit. `jobs`: runs at once (`--n-jobs-per-worker`)."""
     directory, port = _config_dir(), free_port()
     command = [str(Path(venv, "bin", "python")), str(LAUNCH), "dev", "--no-browser", "--no-reload"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--n-jobs-per-worker", "10"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--n-jobs-per-worker", str(jobs)]
     if os.environ.get("BENCH_LANGGRAPH_ALLOW_BLOCKING") == "1":
         command.append("--allow-blocking")
     env = {**os.environ, "BENCH_MODEL_URL": model_url, "LANGGRAPH_CLI_NO_ANALYTICS": "1"}

@@ -41,8 +41,8 @@ async def _seed(database_url: str) -> str:
 
 
 @contextmanager
-def database(dialect: str) -> Iterator[tuple[str, str]]:
-    """(database URL, agent id) of a fresh, migrated, seeded database; dropped after."""
+def fresh_database(dialect: str) -> Iterator[str]:
+    """The URL of a fresh, migrated, empty database; dropped after."""
     tmp = name = None
     if dialect == "sqlite":
         tmp = tempfile.mkdtemp(prefix="bench-turn-")
@@ -51,9 +51,16 @@ def database(dialect: str) -> Iterator[tuple[str, str]]:
         url, name = create_postgres_database()
     try:
         migrate(url)
-        yield url, asyncio.run(_seed(url))
+        yield url
     finally:
         if name:
             drop_postgres_database(name)
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def database(dialect: str) -> Iterator[tuple[str, str]]:
+    """(database URL, agent id) of a fresh, migrated, seeded database; dropped after."""
+    with fresh_database(dialect) as url:
+        yield url, asyncio.run(_seed(url))
