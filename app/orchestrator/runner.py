@@ -243,13 +243,14 @@ class RunExecution:
     ) -> list[PlannedCall]:
         """The assistant's tool calls and every call's tool message: one commit."""
         budget, depth = spec.config.tool_call_budget, self.deps.settings.delegation_max_depth
+        ttl = self.deps.settings.approval_ttl_seconds
         planned = [
-            plan_call(call, spec, state, budget, max_depth=depth) for call in turn.tool_calls
+            plan_call(call, spec, state, budget, max_depth=depth, approval_ttl=ttl)
+            for call in turn.tool_calls
         ]
         for call in planned:
             call.step_id = step_id
 
-        ttl = self.deps.settings.approval_ttl_seconds
         rows = [tool_message_fields(call, state, ttl) for call in planned]
         if spec.writes_text and self.reply.message is None:
             rows.insert(0, {  # text that came whole with the calls is written here

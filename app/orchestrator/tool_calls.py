@@ -56,7 +56,9 @@ class PlannedCall:
     parsed: ParsedCall | ToolResult | None = None  # validated once, here; run as it is
     start_message: str | None = None  # the tool's own word for the running cell
     result: ToolResult | None = None
-    wait_seconds: float | None = None  # awaiting_device: how long the phone has to answer
+    # awaiting_device: how long the phone has to answer; awaiting_approval: how long the
+    # user has (the agent type's or tool's `approval_wait`; infinite: until answered)
+    wait_seconds: float | None = None
     step_id: str | None = None  # the plan step this call executes (planner runs)
     message: ThreadMessage | None = field(default=None, repr=False)
     stream: CellStream | None = field(default=None, repr=False)  # while the tool runs
@@ -69,7 +71,13 @@ def _input_of(arguments: str | dict[str, Any]) -> dict[str, Any] | None:
 
 
 def plan_call(
-    call: dict[str, Any], spec: LoopSpec, state: RunState, budget: int, *, max_depth: int = 1
+    call: dict[str, Any],
+    spec: LoopSpec,
+    state: RunState,
+    budget: int,
+    *,
+    approval_ttl: float,
+    max_depth: int = 1,
 ) -> PlannedCall:
     function = call.get("function") or {}
     name, arguments = str(function.get("name") or ""), function.get("arguments") or ""
@@ -95,6 +103,7 @@ def plan_call(
             planned.start_message = tool.start_message(action, params)
             if tool.needs_confirmation(action):
                 planned.status = cell.AWAITING_APPROVAL
+                planned.wait_seconds = spec.config.approval_wait_seconds(name, approval_ttl)
     if planned.input is None:  # not a valid call of ours: the arguments as they came
         planned.input = _input_of(arguments)
     state.calls_made += planned.immediate is None
@@ -129,7 +138,9 @@ def tool_message_fields(
             planned.id,
             planned.name,
             planned.input,
-            approval_ttl=approval_ttl if planned.status == cell.AWAITING_APPROVAL else None,
+            approval_ttl=(planned.wait_seconds or approval_ttl)
+            if planned.status == cell.AWAITING_APPROVAL
+            else None,
             device_ttl=planned.wait_seconds if planned.status == cell.AWAITING_DEVICE else None,
             display_message=planned.start_message,
             step_id=planned.step_id,
@@ -177,7 +188,9 @@ class ToolCallRunner:
             await self._wait_for_user(planned, planned.wait_seconds or 0)
             return None  # the app's result (or the expiry) is on the message already
         if planned.status == cell.AWAITING_APPROVAL:
-            await self._wait_for_user(planned, self.deps.settings.approval_ttl_seconds)
+            await self._wait_for_user(
+                planned, planned.wait_seconds or self.deps.settings.approval_ttl_seconds
+            )
             assert planned.message is not None
             if cell.status_of(planned.message.tool_activity) != cell.IN_PROGRESS:
                 return None

@@ -19,6 +19,7 @@ strings, as JSON stores them.
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
@@ -89,6 +90,13 @@ def _stamp(now: datetime | None) -> str:
     return (now or utcnow()).isoformat()
 
 
+def _expiry(now: datetime, ttl: float | None) -> str | None:
+    """When a wait of `ttl` seconds ends; none for no wait, or one until answered (inf)."""
+    if ttl is None or math.isinf(ttl):
+        return None
+    return (now + timedelta(seconds=ttl)).isoformat()
+
+
 def started(
     call_id: str,
     name: str,
@@ -101,7 +109,7 @@ def started(
     step_id: str | None = None,
 ) -> Activity:
     """A new cell: in_progress (saying `display_message`), awaiting_approval for
-    `approval_ttl` seconds, or awaiting_device (the phone runs the tool) for `device_ttl`
+    `approval_ttl` seconds (infinite: until answered, no `expires_at`), or awaiting_device (the phone runs the tool) for `device_ttl`
     seconds; a call that executes a plan step carries the step's id."""
     now = now or utcnow()
     status, message, ttl = IN_PROGRESS, display_message, None
@@ -122,7 +130,7 @@ def started(
         "error_type": None,
         "started_at": now.isoformat(),
         "finished_at": None,
-        "expires_at": (now + timedelta(seconds=ttl)).isoformat() if ttl is not None else None,
+        "expires_at": _expiry(now, ttl),
     }
 
 
