@@ -3,8 +3,8 @@
 A call waits as `awaiting_approval` with `expires_at` (the wait is app/orchestrator/waits.py).
 The first decision wins: it is written under the thread lock and only if the activity is
 still awaiting, so a second decision (or one racing the expiry) answers 409. Approve ->
-`in_progress` (the runner then executes it); deny or expiry -> `failure` with
-`permission_error`, and the model is told so.
+`in_progress` (the runner then executes it); deny -> `failure` with `permission_error`;
+expiry -> `failure` with `timeout` (no one decided: not a denial); the model is told so.
 """
 
 from __future__ import annotations

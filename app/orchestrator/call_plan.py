@@ -67,6 +67,9 @@ class AwaitsApproval(CallBase):
     """Runs once the user approves it; a denial or the expiry answers it instead."""
 
     parsed: ParsedCall
+    # how long the user has: the agent type's (or tool's) `approval_wait`, else
+    # APPROVAL_TTL_SECONDS; infinite: until answered
+    wait_seconds: float
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -89,11 +92,13 @@ PlannedCall = Refused | Duplicate | Delegate | AwaitsApproval | AwaitsDevice | R
 
 @dataclass(frozen=True, slots=True)
 class TurnRules:
-    """What bounds the calls of one loop: its spec, the run's budget, delegation's depth."""
+    """What bounds the calls of one loop: its spec, the run's budget, delegation's depth,
+    and how long an approval waits unless the agent type says otherwise."""
 
     spec: LoopSpec
     budget: int
     max_depth: int = 1
+    approval_seconds: float = 600.0
 
 
 def plan_turn(
@@ -173,7 +178,8 @@ def _plan_allowed(
         start_message=tool.start_message(action, params),
     )
     if tool.needs_confirmation(action):  # asked again even when repeated, as always
-        return AwaitsApproval(**shown, parsed=parsed)
+        wait = spec.config.approval_wait_seconds(name, rules.approval_seconds)
+        return AwaitsApproval(**shown, parsed=parsed, wait_seconds=wait)
     key = _cache_key(name, parsed)
     if cache.holds(key) or key in made_this_turn:
         return Duplicate(**shown, parsed=parsed)
@@ -192,9 +198,9 @@ def _plan_device_call(base: _Base, device: DeviceToolSpec) -> Refused | AwaitsDe
     )
 
 
-def tool_message_row(call: PlannedCall, run_id: Any, approval_seconds: float) -> dict[str, Any]:
+def tool_message_row(call: PlannedCall, run_id: Any) -> dict[str, Any]:
     """The new tool message of a planned call: in_progress, or waiting for the user."""
-    approval_ttl = approval_seconds if isinstance(call, AwaitsApproval) else None
+    approval_ttl = call.wait_seconds if isinstance(call, AwaitsApproval) else None
     device_ttl = call.wait_seconds if isinstance(call, AwaitsDevice) else None
     return {
         "role": "tool",

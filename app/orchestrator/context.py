@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -161,7 +162,9 @@ class RunState:
             yield
             return
         started = loop.time()
-        deadline.reschedule(max(when, started) + longest + 5)
+        # A wait until answered has no end: the run's timeout is off while it lasts.
+        paused = None if math.isinf(longest) else max(when, started) + longest + 5
+        deadline.reschedule(paused)
         try:
             yield
         finally:

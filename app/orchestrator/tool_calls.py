@@ -98,7 +98,12 @@ class ToolCallRunner:
         """Plan the calls, record them in one commit, run them concurrently. `refused`
         (by index) fail at once with the given self-correcting result."""
         settings = self.deps.settings
-        rules = TurnRules(spec, spec.config.tool_call_budget, settings.delegation_max_depth)
+        rules = TurnRules(
+            spec,
+            spec.config.tool_call_budget,
+            settings.delegation_max_depth,
+            approval_seconds=settings.approval_ttl_seconds,
+        )
         planned = plan_turn(turn.tool_calls, rules, self.state, step_id=step_id, refused=refused)
         recorded = await self._record(spec, turn, planned)
         pairs = zip(planned, recorded, strict=True)
@@ -108,8 +113,8 @@ class ToolCallRunner:
         self, spec: LoopSpec, turn: ModelTurn, planned: list[PlannedCall]
     ) -> list[ThreadMessage]:
         """The assistant's tool calls and every call's tool message: one commit."""
-        run, reply, ttl = self.state.run, self.reply, self.deps.settings.approval_ttl_seconds
-        rows = [tool_message_row(call, run.id, ttl) for call in planned]
+        run, reply = self.state.run, self.reply
+        rows = [tool_message_row(call, run.id) for call in planned]
         if spec.writes_text and reply.message is None:
             rows.insert(0, {  # text that came whole with the calls is written here
                 "role": "assistant", "content": turn.text or None, "is_user_facing": bool(turn.text),
@@ -160,8 +165,8 @@ class ToolCallRunner:
             case AwaitsDevice(wait_seconds=seconds):
                 await self._wait_for_user(flight, seconds)
                 return None  # the app's result (or the expiry) is on the message already
-            case AwaitsApproval():
-                await self._wait_for_user(flight, self.deps.settings.approval_ttl_seconds)
+            case AwaitsApproval(wait_seconds=wait_seconds):
+                await self._wait_for_user(flight, wait_seconds)
                 if cell.status_of(flight.message.tool_activity) != cell.IN_PROGRESS:
                     return None  # denied or expired
                 return await self._run_tool(spec, call, flight)

@@ -18,17 +18,21 @@ a wait that is not such a cell write.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import PushEvent, Run, ThreadMessage
 from app.db.outbox import on_commit
+from app.lib.time import utcnow
 from app.push import repository
 from app.threads import activity, changes
 
 ENDED = frozenset({"completed", "failed", "cancelled"})
 WAITING = frozenset({"awaiting_approval", "awaiting_device"})
+REMINDER_LEAD_SECONDS = 3600.0  # a long wait is recalled an hour before it ends
+REMINDER_MIN_WAIT_SECONDS = 120.0  # a shorter wait gets no reminder
 
 _wakers: list[Callable[[], None]] = []
 
@@ -59,26 +63,45 @@ def _add(session: AsyncSession, event: PushEvent) -> None:
 
 def tool_waits(session: AsyncSession, message: ThreadMessage) -> None:
     """A tool call waits for the user: a time-sensitive alert (category APPROVAL_REQUEST or
-    DEVICE_REQUEST by the cell's status) to devices of a user not watching the thread.
-    One push per message and status, however often this is called."""
+    DEVICE_REQUEST by the cell's status) to devices of a user not watching the thread,
+    and a reminder before it expires (`reminder_at`). One push of each per message and
+    status, however often this is called; a reminder of a call answered by then is not
+    sent (the fan-out checks the cell)."""
     cell: dict[str, Any] = message.tool_activity or {}
     status = cell.get("status") or "awaiting_approval"
-    _add(
-        session,
-        PushEvent(
-            kind="tool_waiting",
-            event_key=f"wait:{message.id}:{status}",
-            thread_id=message.thread_id,
-            run_id=message.run_id,
-            message_id=message.id,
-            seq=message.seq,
-            data={
-                "status": status,
-                "tool_name": cell.get("name"),
-                "expires_at": cell.get("expires_at"),
-            },
-        ),
+    data = {"status": status, "tool_name": cell.get("name"), "expires_at": cell.get("expires_at")}
+    _add(session, _waiting_event(message, f"wait:{message.id}:{status}", data))
+    remind_at = reminder_at(activity.expires_at(cell), utcnow())
+    if remind_at is not None:
+        reminder = _waiting_event(
+            message, f"remind:{message.id}:{status}", data | {"reminder": True}
+        )
+        reminder.next_attempt_at = remind_at  # not fanned out before then
+        _add(session, reminder)
+
+
+def _waiting_event(message: ThreadMessage, key: str, data: dict[str, Any]) -> PushEvent:
+    return PushEvent(
+        kind="tool_waiting",
+        event_key=key,
+        thread_id=message.thread_id,
+        run_id=message.run_id,
+        message_id=message.id,
+        seq=message.seq,
+        data=data,
     )
+
+
+def reminder_at(expires_at: datetime | None, now: datetime) -> datetime | None:
+    """When to remind the user of a wait: REMINDER_LEAD_SECONDS before it expires, or a
+    quarter of a shorter wait before; none for a wait without end or under
+    REMINDER_MIN_WAIT_SECONDS (the first alert is recent enough)."""
+    if expires_at is None:
+        return None
+    wait = (expires_at - now).total_seconds()
+    if wait < REMINDER_MIN_WAIT_SECONDS:
+        return None
+    return expires_at - timedelta(seconds=min(REMINDER_LEAD_SECONDS, wait / 4))
 
 
 class PushHook(changes.TransactionHook):

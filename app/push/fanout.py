@@ -196,6 +196,7 @@ async def _alert(
             status=data.get("status") or "awaiting_approval",
             tool_name=data.get("tool_name") or "",
             expires_at=cell.expires_at(message.tool_activity),
+            reminder=bool(data.get("reminder")),
         )
     return None
 

@@ -118,14 +118,16 @@ def tool_waiting(
     status: str,
     tool_name: str,
     expires_at: datetime | None,
+    reminder: bool = False,
 ) -> Alert:
-    """A time-sensitive alert: a tool call waits for the user (approval, or the device)."""
+    """A time-sensitive alert: a tool call waits for the user (approval, or the device);
+    a `reminder` recalls one still waiting before it expires (its own body key)."""
     device = status == "awaiting_device"
     key = "DEVICE_REQUEST" if device else "APPROVAL_REQUEST"
     alert = {
         "title-loc-key": f"{key}_TITLE",
         "title-loc-args": [title],
-        "loc-key": f"{key}_BODY",
+        "loc-key": f"{key}_REMINDER_BODY" if reminder else f"{key}_BODY",
         "loc-args": [tool_name, title],
     }
     aps = {
@@ -142,6 +144,7 @@ def tool_waiting(
             "aps": aps,
             "kind": "device_request" if device else "approval_request",
             "tool_name": tool_name,
+            "reminder": reminder,
             "expires_at": served_timestamp(expires_at) if expires_at else None,
             **_ids(thread_id, run_id, message_id, seq),
         },

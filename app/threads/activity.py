@@ -6,7 +6,8 @@ here, so a new status or field is one edit in this module:
 
     started ─┬─> progressed* ─> finished (success | failure, with its preview)
              ├─> awaiting_approval ─┬─> approved (in_progress) ─> …
-             │                      └─> denied | expired (failure)
+             │                      ├─> denied (failure: permission_error)
+             │                      └─> expired (failure: timeout, never a denial)
              └─> awaiting_device ─┬─> answered (success | failure: the phone's result)
                                   └─> expired (failure: timeout)
     any open cell ─> closed (failure: the run ended first)
@@ -18,6 +19,7 @@ strings, as JSON stores them.
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
@@ -34,7 +36,8 @@ OPEN_STATUSES: tuple[ToolStatus, ...] = (IN_PROGRESS, *WAITING_STATUSES)
 
 WAITING_FOR_APPROVAL = "Waiting for your approval"
 APPROVED = "Approved"
-EXPIRED = "The approval request expired before anyone decided."
+# An approval nobody decided is not a denial: no one said no (the model may ask again).
+EXPIRED = "No one decided in time."
 WAITING_FOR_DEVICE = "Waiting for your phone"
 DEVICE_EXPIRED = "The phone did not answer in time (the app may be closed)."
 INTERRUPTED = "interrupted"  # the error of a cell closed because its run stopped
@@ -87,6 +90,13 @@ def _stamp(now: datetime | None) -> str:
     return (now or utcnow()).isoformat()
 
 
+def _expiry(now: datetime, ttl: float | None) -> str | None:
+    """When a wait of `ttl` seconds ends; none for no wait, or one until answered (inf)."""
+    if ttl is None or math.isinf(ttl):
+        return None
+    return (now + timedelta(seconds=ttl)).isoformat()
+
+
 def started(
     call_id: str,
     name: str,
@@ -99,7 +109,7 @@ def started(
     step_id: str | None = None,
 ) -> Activity:
     """A new cell: in_progress (saying `display_message`), awaiting_approval for
-    `approval_ttl` seconds, or awaiting_device (the phone runs the tool) for `device_ttl`
+    `approval_ttl` seconds (infinite: until answered, no `expires_at`), or awaiting_device (the phone runs the tool) for `device_ttl`
     seconds; a call that executes a plan step carries the step's id."""
     now = now or utcnow()
     status, message, ttl = IN_PROGRESS, display_message, None
@@ -120,7 +130,7 @@ def started(
         "error_type": None,
         "started_at": now.isoformat(),
         "finished_at": None,
-        "expires_at": (now + timedelta(seconds=ttl)).isoformat() if ttl is not None else None,
+        "expires_at": _expiry(now, ttl),
     }
 
 
@@ -190,7 +200,7 @@ def _error_preview(error: str | None) -> list[str] | None:
 
 
 def denied(activity: Activity, error: str) -> Activity:
-    """The user said no (or nobody decided in time): failure with permission_error."""
+    """The user said no: failure with permission_error."""
     return {
         **activity,
         "status": FAILURE,
@@ -204,10 +214,10 @@ def denied(activity: Activity, error: str) -> Activity:
 
 
 def expired(activity: Activity) -> Activity:
-    """Nobody answered in time: an approval counts as denied, a device call timed out."""
-    if is_awaiting_device(activity):
-        return closed(activity, error_type="timeout", error=DEVICE_EXPIRED)
-    return denied(activity, EXPIRED)
+    """Nobody answered in time: the call timed out (an approval is never recorded as a
+    denial, a device call as the phone's refusal)."""
+    error = DEVICE_EXPIRED if is_awaiting_device(activity) else EXPIRED
+    return closed(activity, error_type="timeout", error=error)
 
 
 def expiry_error(activity: Activity) -> tuple[str, str]:

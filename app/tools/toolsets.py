@@ -7,6 +7,7 @@ may name them like any registered tool.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Literal
@@ -27,6 +28,10 @@ class AgentTypesError(StartupError):
     """The agent types file is invalid; the message says where and how."""
 
 
+# How long an approval waits: seconds (up to 90 days), or "until_answered" (no expiry).
+ApprovalWait = Annotated[float, msgspec.Meta(gt=0, le=90 * 86400)] | Literal["until_answered"]
+
+
 class AgentTypeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str = ""
     description: str = ""
@@ -39,6 +44,16 @@ class AgentTypeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     planner: bool = False  # plan first (a strict JSON plan), then run the plan's steps
     # MCP servers (the file's `mcp_servers:`) whose tools join this type's toolset
     mcp_servers: list[str] = []
+    # How long this type's approvals wait (unset: APPROVAL_TTL_SECONDS), and per tool.
+    approval_wait: ApprovalWait | None = None
+    approval_waits: dict[str, ApprovalWait] = {}
+
+    def approval_wait_seconds(self, tool: str, default: float) -> float:
+        """Seconds an approval of `tool` waits; infinite: until answered."""
+        wait = self.approval_waits.get(tool, self.approval_wait)
+        if wait is None:
+            return default
+        return math.inf if wait == "until_answered" else float(wait)
 
 
 class _AgentTypesFile(msgspec.Struct, forbid_unknown_fields=True):

@@ -1,6 +1,9 @@
-"""An approval nobody decides expires: failure, permission_error; a late decision is 409."""
+"""An approval nobody decides expires: failure, timeout (never a denial); a late decision
+is 409."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -21,8 +24,10 @@ async def test_unanswered_approval_expires(api: OrchestratorApi) -> None:
     run = await api.wait_run(thread_id, run_id, timeout=5)
     assert run["status"] == "completed"
     activity = (await api.tool_messages(thread_id))[0]["tool_activity"]
-    assert activity["status"] == "failure" and activity["error_type"] == "permission_error"
-    assert "expired" in activity["error"]
+    assert activity["status"] == "failure" and activity["error_type"] == "timeout"
+    assert activity["error"] == "No one decided in time."
+    told = json.loads((await api.tool_messages(thread_id))[0]["content"])
+    assert told == {"ok": False, "error": "No one decided in time.", "error_type": "timeout"}
     late = await api.client.post(
         f"/api/threads/{thread_id}/messages/{message['id']}/approval",
         json={"approve": True},

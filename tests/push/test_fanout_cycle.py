@@ -30,7 +30,7 @@ from app.db.models import (
     ThreadMessage,
 )
 from app.lib.time import utcnow
-from app.push import fanout, live_activities
+from app.push import events, fanout, live_activities
 from app.push.apns import Answer, Notification, Verdict
 from app.push.sender import PushSender
 from app.settings import Settings
@@ -283,3 +283,72 @@ def test_rows_of_every_kind_carry_the_full_key_set(push_settings: Settings) -> N
     )
     columns = {column.name for column in PushDelivery.__table__.columns} - {"sa_orm_sentinel"}
     assert alert.keys() == live.keys() == columns
+
+
+async def _waiting_with_reminder(
+    db: AsyncSession, thread: Thread, run: Run, seq: int, name: str
+) -> ThreadMessage:
+    """A tool message waiting an hour for approval, its events written as the hook does."""
+    message = ThreadMessage(
+        thread_id=thread.id,
+        run_id=run.id,
+        position=seq,
+        seq=seq,
+        role="tool",
+        tool_activity=cell.started(f"c{seq}", name, {}, approval_ttl=3600),
+    )
+    db.add(message)
+    await db.flush()
+    events.tool_waits(db, message)
+    await db.commit()
+    return message
+
+
+async def _reminders_due(db: AsyncSession) -> None:
+    """Bring the reminders' time forward instead of waiting for it."""
+    past = utcnow() - timedelta(seconds=1)
+    await db.execute(
+        update(PushEvent)
+        .where(PushEvent.event_key.startswith("remind:"))
+        .values(next_attempt_at=past)
+    )
+    await db.commit()
+
+
+async def test_a_wait_still_open_is_recalled_before_it_expires_an_answered_one_is_not(
+    db: AsyncSession, alice: ApiUser, sender: PushSender, apns: RecordingApns
+) -> None:
+    await _device(db, alice)
+    thread = await _thread(db, alice)
+    run = await _run(db, thread, "running")
+    waiting = await _waiting_with_reminder(db, thread, run, 1, "still_waiting")
+    answered = await _waiting_with_reminder(db, thread, run, 2, "answered")
+    reminder = await db.scalar(
+        select(PushEvent).where(PushEvent.event_key == f"remind:{waiting.id}:awaiting_approval")
+    )
+    expires = cell.expires_at(waiting.tool_activity)
+    assert reminder is not None and expires is not None
+    remind_at = reminder.next_attempt_at
+    assert remind_at is not None
+    remind_at = remind_at.replace(tzinfo=expires.tzinfo) if remind_at.tzinfo is None else remind_at
+    assert expires - timedelta(seconds=901) < remind_at < expires  # a quarter of the hour
+
+    await sender.cycle()  # the first alerts; the reminders are not due
+    assert [n.payload["reminder"] for n in apns.sent] == [False, False]
+    answered.tool_activity = cell.approved(answered.tool_activity or {})
+    await db.commit()
+    await _reminders_due(db)
+    await sender.cycle()
+
+    (recall,) = apns.sent[2:]
+    assert recall.payload["reminder"] is True
+    assert recall.payload["message_id"] == str(waiting.id)
+    assert recall.payload["aps"]["alert"]["loc-key"] == "APPROVAL_REQUEST_REMINDER_BODY"
+
+
+def test_no_reminder_for_a_short_wait_or_one_without_end() -> None:
+    now = utcnow()
+    assert events.reminder_at(None, now) is None
+    assert events.reminder_at(now + timedelta(seconds=60), now) is None
+    a_week = now + timedelta(days=7)
+    assert events.reminder_at(a_week, now) == a_week - timedelta(hours=1)

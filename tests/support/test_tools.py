@@ -172,8 +172,9 @@ def register_test_tools() -> None:
 
 def write_agent_types(directory: Path) -> Path:
     """The default agent types plus `tester` (test tools, delegation), `tester_reject` and
-    `tester_device` (device tools, one of them quick to expire) and `tester_planner` (the
-    test tools, planning first)."""
+    `tester_device` (device tools, one of them quick to expire), `tester_planner` (the
+    test tools, planning first), `tester_parked` and `tester_days` (approvals that wait
+    until answered, or two days)."""
     data = yaml.safe_load(DEFAULT_AGENT_TYPES_FILE.read_text())
     tools = ["tasks", "memory", *TEST_TOOLS]
     data["agent_types"]["tester"] = {
@@ -188,6 +189,13 @@ def write_agent_types(directory: Path) -> Path:
         "planner": True,
         "tool_call_budget": 3,
         "delegation": True,
+    }
+    # Approvals that park: until answered, or (for one tool) two days.
+    data["agent_types"]["tester_parked"] = {"tools": tools, "approval_wait": "until_answered"}
+    data["agent_types"]["tester_days"] = {
+        "tools": tools,
+        "approval_wait": 60,
+        "approval_waits": {"test_confirm": 172800},
     }
     data["agent_types"]["specialist"]["tools"] = ["memory", "test_echo"]
     # A device tool the phone must answer within a second (expiry tests).

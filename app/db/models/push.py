@@ -47,7 +47,8 @@ class PushEvent(Base):
     seq: Mapped[int | None] = mapped_column(BigInteger, default=None)
     data: Mapped[dict[str, Any] | None] = mapped_column(JsonB, default=None)
     fanned_out_at: Mapped[datetime | None] = mapped_column(DateTimeUTC(timezone=True), default=None)
-    # An event whose fan-out fails is retried alone (the others go on): after each failure
+    # Not fanned out before `next_attempt_at` (a reminder's time, or a retry's). An event
+    # whose fan-out fails is retried alone (the others go on): after each failure
     # `next_attempt_at` moves back with the backoff; after PUSH_MAX_ATTEMPTS it is
     # dead-lettered (`dead_at`, `last_error` say when and why) and never tried again.
     attempts: Mapped[int] = mapped_column(Integer, default=0)
