@@ -41,6 +41,9 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "ListDevices": "List the devices that receive your push notifications",
     "DeleteDevice": "Stop push notifications to a device",
     "RegisterLiveActivity": "Follow a thread's current or next run with a Live Activity",
+    "ListMcpServers": "List the per-user MCP servers and whether you connected each",
+    "ConnectMcpServer": "Connect a per-user MCP server with your token (stored encrypted)",
+    "DisconnectMcpServer": "Revoke your connection to a per-user MCP server",
 }
 
 _THREAD_ID = "7c0e3b5e-2f4d-4c51-9a6e-0d3b8f1a2c44"

@@ -3,6 +3,7 @@
 from app.db.models.agent import Agent
 from app.db.models.api_token import ApiToken
 from app.db.models.device import Device
+from app.db.models.mcp_connection import McpConnection
 from app.db.models.memory import Memory
 from app.db.models.push import LiveActivity, PushDelivery, PushEvent, push_presence
 from app.db.models.run import Run, RunStatus
@@ -17,6 +18,7 @@ __all__ = (
     "ApiToken",
     "Device",
     "LiveActivity",
+    "McpConnection",
     "Memory",
     "PushDelivery",
     "PushEvent",
