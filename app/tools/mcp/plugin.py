@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig
@@ -25,6 +25,9 @@ from app.tools.mcp.config import McpServerSpec
 from app.tools.mcp.vault import Vault
 from app.tools.registry import get_registry
 from app.tools.toolsets import install_mcp_tool_names, mcp_servers
+
+if TYPE_CHECKING:
+    from app.tools.mcp.demo_server import RunningServer
 
 logger = logging.getLogger("app.tools.mcp")
 STARTUP_WAIT_SECONDS = 5.0  # the first listing's longest wait; a slower server joins later
@@ -91,7 +94,7 @@ class McpPlugin(InitPluginProtocol):
         except Exception:  # a schema behind, a database down: they join on the next connect
             logger.exception("per-user MCP servers' tools could not be read")
 
-    async def _servers(self) -> tuple[object | None, dict[str, McpServerSpec]]:
+    async def _servers(self) -> tuple[RunningServer | None, dict[str, McpServerSpec]]:
         """The declared servers; a bundled one gets the demo server's URL (or, with
         MCP_DEMO_SERVER off, is left out)."""
         servers = dict(mcp_servers())
