@@ -47,6 +47,7 @@ from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
 from app.tools.controllers import ToolController
+from app.tools.mcp.controllers import McpServerController
 from app.tools.mcp.plugin import McpPlugin, mcp_result_components
 from app.tools.registry import get_registry, result_components
 from app.tools.toolsets import load_agent_types
@@ -68,6 +69,7 @@ ROUTES = [
     LiveActivityController,
     realtime_socket,
     ToolController,
+    McpServerController,
     OpenAIController,
     docs_assets,
     asyncapi_document,
@@ -123,7 +125,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
             PushPlugin(settings, db_config),
-            McpPlugin(settings),  # remote MCP servers' tools (app/tools/mcp/)
+            McpPlugin(settings, db_config),  # remote MCP servers' tools (app/tools/mcp/)
             *observability_plugins(settings),  # request ids, logs, /metrics, traces
             OrchestratorPlugin(settings, db_config),  # last: its lifespan exits first
         ],

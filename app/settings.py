@@ -330,6 +330,13 @@ class Settings:
             "types that list a `bundled: true` server"
         ),
     ] = True
+    mcp_token_key: Annotated[
+        str | None,
+        Meta(
+            description="Fernet key (`Fernet.generate_key()`) encrypting users' MCP server "
+            "tokens; unset: per-user MCP servers are off"
+        ),
+    ] = None
     otel_enabled: Annotated[
         bool,
         Meta(

@@ -115,6 +115,7 @@ DEFAULTS = {
     "metrics_enabled": True,
     "metrics_token": None,
     "mcp_demo_server": True,
+    "mcp_token_key": None,
     "otel_enabled": False,
 }
 

@@ -47,6 +47,9 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "UnregisterLiveActivity": "Stop pushes to a Live Activity, without an end push",
     "RegisterPushToStartToken": "Register this install's Live Activity push-to-start token",
     "DeletePushToStartToken": "Stop starting Live Activities by push on an install",
+    "ListMcpServers": "List the per-user MCP servers and whether you connected each",
+    "ConnectMcpServer": "Connect a per-user MCP server with your token (stored encrypted)",
+    "DisconnectMcpServer": "Revoke your connection to a per-user MCP server",
 }
 
 _THREAD_ID = "7c0e3b5e-2f4d-4c51-9a6e-0d3b8f1a2c44"

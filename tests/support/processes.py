@@ -37,6 +37,8 @@ def server_env(
         "RUNNER_POLL_SECONDS": "0.2",
         "AGENT_TYPES_FILE": str(agent_types_file),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        # No bundled demo MCP server: these processes test timing, not MCP.
+        "MCP_DEMO_SERVER": "0",
         **extra,
     }
 

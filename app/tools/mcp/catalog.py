@@ -13,7 +13,9 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
+import mcp.types as mcp_types
 from mcp.client.subscriptions import ListenNotSupportedError
 
 from app.tools.base import Tool
@@ -24,6 +26,12 @@ from app.tools.mcp.tool import McpTool
 logger = logging.getLogger("app.tools.mcp")
 LIST_PAGES = 20  # a server's list is a few pages at most; a cursor that never ends stops here
 RETRY_SECONDS = 30.0  # a server that is down is asked again this often
+
+
+class ListingFailed(RuntimeError):
+    def __init__(self, denied: int | None, reason: str) -> None:
+        super().__init__(reason)
+        self.denied, self.reason = denied, reason
 
 
 @dataclass
@@ -58,8 +66,27 @@ class McpCatalog:
         return list(entry.tools) if entry is not None else []
 
     # -- refreshing --------------------------------------------------------------------
+    def learn(self, server: str, listing: list[dict[str, Any]]) -> None:
+        """A per-user server's tools, as a user's connection listed them (no credential of
+        the catalog's own can list them; app/tools/mcp/connections.py)."""
+        entry = self.servers[server]
+        tools = (McpTool(entry.spec, mcp_types.Tool.model_validate(raw)) for raw in listing)
+        self._install(entry, {t.name: t for t in tools if entry.spec.allows(t.remote)})
+
+    async def list_as_user(self, server: str, token: str) -> list[dict[str, Any]]:
+        """The server's tools/list with a user's token (raises; `watch.denied` on 401/403)."""
+        spec = self.servers[server].spec
+        watch = StatusWatch()
+        try:
+            return [t.model_dump(by_alias=True, mode="json", exclude_none=True)
+                    for t in await self._list_raw(spec, watch, bearer=token)]  # fmt: skip
+        except Exception as exc:
+            raise ListingFailed(watch.denied, describe_failure(exc)) from exc
+
     async def refresh(self, server: str) -> None:
         entry = self.servers[server]
+        if entry.spec.per_user:
+            return  # listed with a user's token when one connects (`learn`)
         watch = StatusWatch()
         try:
             listed = await self._list(entry.spec, watch)
@@ -82,15 +109,19 @@ class McpCatalog:
                 await asyncio.gather(*work)
 
     async def _list(self, spec: McpServerSpec, watch: StatusWatch) -> dict[str, McpTool]:
-        listed: dict[str, McpTool] = {}
-        async with connect(spec, watch, seconds=min(spec.timeout_seconds, 30)) as client:
+        tools = (McpTool(spec, remote) for remote in await self._list_raw(spec, watch))
+        return {tool.name: tool for tool in tools if spec.allows(tool.remote)}
+
+    async def _list_raw(
+        self, spec: McpServerSpec, watch: StatusWatch, bearer: str | None = None
+    ) -> list[mcp_types.Tool]:
+        listed: list[mcp_types.Tool] = []
+        seconds = min(spec.timeout_seconds, 30)
+        async with connect(spec, watch, bearer=bearer, seconds=seconds) as client:
             cursor = None
             for _ in range(LIST_PAGES):
                 page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-                for remote in page.tools:
-                    if spec.allows(remote.name):
-                        tool = McpTool(spec, remote)
-                        listed[tool.name] = tool
+                listed.extend(page.tools)
                 cursor = page.next_cursor
                 if cursor is None:
                     break
@@ -120,7 +151,9 @@ class McpCatalog:
     # -- background --------------------------------------------------------------------
     def start(self) -> None:
         """Keep every server's list fresh: a TTL loop, plus a listener per server."""
-        for name in self.servers:
+        for name, entry in self.servers.items():
+            if entry.spec.per_user:
+                continue
             self._tasks.append(asyncio.create_task(self._keep_fresh(name)))
             self._tasks.append(asyncio.create_task(self._listen(name)))
 

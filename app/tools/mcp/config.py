@@ -44,6 +44,9 @@ class McpServerSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     refresh_seconds: Annotated[float, msgspec.Meta(gt=0, le=86400)] = 300
     is_user_facing: bool = True
     bundled: bool = False
+    # Each user connects it with their own token (PUT /api/mcp/servers/{name}/connection),
+    # sent as `Authorization: Bearer …` on that user's calls only.
+    per_user: bool = False
 
     def allows(self, tool: str) -> bool:
         return self.tools is None or tool in self.tools

@@ -10,18 +10,24 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
+from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig
 from litestar import Litestar
 from litestar.config.app import AppConfig
 from litestar.plugins import InitPluginProtocol
+from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from app.settings import Settings
 from app.tools.mcp.catalog import McpCatalog
 from app.tools.mcp.config import McpServerSpec
+from app.tools.mcp.vault import Vault
 from app.tools.registry import get_registry
 from app.tools.toolsets import install_mcp_tool_names, mcp_servers
+
+if TYPE_CHECKING:
+    from app.tools.mcp.demo_server import RunningServer
 
 logger = logging.getLogger("app.tools.mcp")
 STARTUP_WAIT_SECONDS = 5.0  # the first listing's longest wait; a slower server joins later
@@ -36,8 +42,8 @@ def mcp_result_components() -> dict[str, Any]:
 
 
 class McpPlugin(InitPluginProtocol):
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, settings: Settings, db_config: SQLAlchemyAsyncConfig) -> None:
+        self.settings, self.db_config = settings, db_config
 
     def on_app_init(self, app_config: AppConfig) -> AppConfig:
         if mcp_servers():
@@ -55,6 +61,7 @@ class McpPlugin(InitPluginProtocol):
         install_mcp_tool_names(catalog.names_for)
         app.state.mcp_catalog = catalog
         try:
+            await self._per_user(catalog)
             await catalog.refresh_all(wait=STARTUP_WAIT_SECONDS)
             catalog.start()
             yield
@@ -65,7 +72,29 @@ class McpPlugin(InitPluginProtocol):
             if demo is not None:
                 await asyncio.to_thread(demo.stop)
 
-    async def _servers(self) -> tuple[object | None, dict[str, McpServerSpec]]:
+    async def _per_user(self, catalog: McpCatalog) -> None:
+        """Per-user servers: off without MCP_TOKEN_KEY (one line), else their tools as the
+        latest connection listed them."""
+        from app.tools.mcp.connections import latest_listings, per_user_servers
+        from app.tools.mcp.vault import vault_from
+
+        if not per_user_servers():
+            return
+        vault = vault_from(self.settings.mcp_token_key)
+        if not isinstance(vault, Vault):
+            why = vault or "MCP_TOKEN_KEY is not set"
+            logger.warning("per-user MCP servers are off: %s", why)
+            for name in per_user_servers():
+                catalog.servers.pop(name, None)
+            return
+        sessions = async_sessionmaker(self.db_config.get_engine(), expire_on_commit=False)
+        try:
+            for server, listing in (await latest_listings(sessions)).items():
+                catalog.learn(server, listing)
+        except Exception:  # a schema behind, a database down: they join on the next connect
+            logger.exception("per-user MCP servers' tools could not be read")
+
+    async def _servers(self) -> tuple[RunningServer | None, dict[str, McpServerSpec]]:
         """The declared servers; a bundled one gets the demo server's URL (or, with
         MCP_DEMO_SERVER off, is left out)."""
         servers = dict(mcp_servers())

@@ -106,6 +106,9 @@ class McpTool(Tool):
     async def run(self, ctx: ToolContext, action: str, params: msgspec.Struct) -> ToolResult:
         arguments = cast(dict[str, Any], params)
         watch = StatusWatch()
+        bearer = await bearer_for(ctx, self.spec) if self.spec.per_user else None
+        if isinstance(bearer, ToolResult):
+            return bearer
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             data: dict[str, Any] = {"progress": progress, "total": total}
@@ -114,7 +117,7 @@ class McpTool(Tool):
             )
 
         try:
-            async with connect(self.spec, watch, bearer=bearer_for(ctx, self.spec)) as client:
+            async with connect(self.spec, watch, bearer=bearer) as client:
                 result = await client.call_tool(
                     self.remote, arguments, progress_callback=on_progress
                 )
@@ -181,9 +184,22 @@ def _compact(value: Any) -> str:
     return str(value)
 
 
-def bearer_for(ctx: ToolContext, spec: McpServerSpec) -> str | None:
-    """The user's own token for a per-user server (none for operator-declared ones)."""
-    return None
+async def bearer_for(ctx: ToolContext, spec: McpServerSpec) -> str | ToolResult:
+    """The run's user's own token for a per-user server: only that user's runs use it."""
+    from app.tools.mcp.connections import OFF, user_token, vault_or_none
+
+    vault = vault_or_none(ctx.settings.mcp_token_key)
+    if vault is None:
+        return ToolResult.failure(OFF, "system_error", server=spec.name)
+    token = await user_token(ctx.session_factory, ctx.user.id, spec.name, vault)
+    if token is None:
+        return ToolResult.failure(
+            f"{spec.name} is not connected for this user.",
+            "permission_error",
+            suggestion=f"Tell the user to connect {spec.name} in the app first.",
+            server=spec.name,
+        )
+    return token
 
 
 def _being_cancelled() -> bool:
