@@ -122,6 +122,29 @@ async def test_an_invalid_utf8_frame_is_one_warning_line_without_a_traceback(
     assert "Traceback" not in log.read_text()
 
 
+async def test_the_bundled_mcp_server_leaves_the_apps_log_lines_alone(tmp_path: Path) -> None:
+    """The demo MCP server runs in the app's process: starting it must not reconfigure the
+    process's logging (uvicorn's own setup silenced "Uvicorn running on …", and scripts
+    waiting for that line waited forever)."""
+    url = sqlite_url(tmp_path)
+    migrate(url)
+    env = {**os.environ, "DATABASE_URL": url, "RUNNER_ENABLED": "0", "MCP_DEMO_SERVER": "1"}
+    log, port = tmp_path / "server.log", free_port()
+    process = start(port, env, log)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            await wait_ready(http)
+
+            async def announced() -> bool:
+                return f"Uvicorn running on http://127.0.0.1:{port}" in log.read_text()
+
+            await until(announced, timeout=30)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert "Application startup complete" in log.read_text()
+
+
 def test_text_lines_carry_the_request_id_in_brackets() -> None:
     config = logging_config(Settings())
     formatter = logging.Formatter(config.formatters["standard"]["format"])

@@ -72,7 +72,16 @@ def serve_in_thread(app: Any, host: str = "127.0.0.1") -> RunningServer:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind((host, 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+    # No logging setup of its own: uvicorn.Config's would reconfigure the whole process
+    # (the app's handlers and its uvicorn loggers, silenced to this server's level;
+    # `access_log=False` would empty the shared uvicorn.access logger too).
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        log_level=None,
+        lifespan="on",
+        timeout_graceful_shutdown=1,
+    )
     http = uvicorn.Server(config)
     thread = threading.Thread(
         target=lambda: asyncio.run(http.serve(sockets=[sock])), name="mcp-demo", daemon=True
