@@ -55,8 +55,23 @@ class Settings:
     llm_model: Annotated[str, Meta(description="default model for agents without one")] = (
         "demo/tool-demo"
     )
-    llm_api_base: Annotated[str | None, Meta(description="where litellm sends the models")] = None
-    llm_api_key: Annotated[str | None, Meta(description="API key sent with model calls")] = None
+    llm_api_base: Annotated[
+        str | None, Meta(description="base URL of the default provider profile's models")
+    ] = None
+    llm_api_key: Annotated[
+        str | None, Meta(description="API key of the default provider profile")
+    ] = None
+    llm_profiles_file: Annotated[
+        str | None,
+        Meta(
+            description="YAML of named provider profiles (kind, base URL, key's variable, "
+            "headers, timeout, prices); an agent's model `<profile>/<model>` picks one"
+        ),
+    ] = None
+    llm_profiles: Annotated[
+        str | None,
+        Meta(description="provider profiles inline (the same YAML or JSON document)"),
+    ] = None
     web_search_url: Annotated[
         str | None, Meta(description="SearXNG-compatible search endpoint for the `web` tool")
     ] = None
@@ -114,8 +129,8 @@ class Settings:
     llm_fast_stream: Annotated[
         bool,
         Meta(
-            description="OpenAI-format model streams read by the door itself (false: all "
-            "through litellm in full)"
+            description="OpenAI-format providers through the door's own client (false: "
+            "all through litellm)"
         ),
     ] = True
     llm_context_tokens: Annotated[

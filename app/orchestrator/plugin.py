@@ -45,7 +45,7 @@ class OrchestratorPlugin(InitPluginProtocol):
 
     @asynccontextmanager
     async def _run_worker(self, app: Litestar) -> AsyncIterator[None]:
-        from app.orchestrator import llm_wire  # imports litellm: only when running
+        from app.orchestrator.door import openai_client  # the model door: only when running
         from app.orchestrator.worker import RunWorker
 
         engine = self._runner_engine()
@@ -56,7 +56,7 @@ class OrchestratorPlugin(InitPluginProtocol):
             yield
         finally:
             await worker.stop()
-            await llm_wire.close_session()  # the model door's pooled connections
+            await openai_client.close_session()  # the model door's pooled connections
             if engine is not self.db_config.get_engine():
                 await engine.dispose()
 

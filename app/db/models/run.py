@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Boolean, ForeignKey, Index, String, Text, text
+from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, DateTimeUTC, JsonB
@@ -57,3 +57,10 @@ class Run(Base):
     # own push outbox entry, so a turn that pushes nothing writes nothing more
     # (app/push/events.py). Cleared when the sender fans it out.
     push_due: Mapped[bool | None] = mapped_column(Boolean, default=None)
+    # The run's model usage, summed over its model calls as the providers reported them
+    # (app/orchestrator/usage.py); None until its end. `cost_usd` None: no price known.
+    input_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    output_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    cached_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    reasoning_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
