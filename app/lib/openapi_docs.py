@@ -101,6 +101,13 @@ _RUN: dict[str, Any] = {
     "created_at": "2026-03-01T10:15:00Z",
     "started_at": "2026-03-01T10:15:01Z",
     "finished_at": "2026-03-01T10:15:05Z",
+    "usage": {
+        "input_tokens": 1840,
+        "output_tokens": 96,
+        "cached_tokens": 1024,
+        "reasoning_tokens": 0,
+        "cost_usd": 0.000253,
+    },
 }
 
 SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {

@@ -41,6 +41,7 @@ from app.openai_compat.schemas import (
     CompletionMessage,
     CompletionTrace,
     ModelList,
+    completion_usage,
 )
 from app.openai_compat.trace import answer_text, completion_trace, run_messages
 from app.openai_compat.watch import RunWatch, WaitTimeout, sessions_for
@@ -111,10 +112,10 @@ def _sse(body: Any) -> bytes:
 async def _chunks(
     watch: RunWatch, started: StartedCompletion, answer: Answer, wait: float
 ) -> AsyncIterator[bytes]:
-    def chunk(delta: ChunkDelta, finish: Any = None) -> bytes:
+    def chunk(delta: ChunkDelta, finish: Any = None, usage: Any = None) -> bytes:
         choice = ChunkChoice(delta=delta, finish_reason=finish)
         return _sse(ChatCompletionChunk(id=answer.id, created=answer.created,
-                                        model=answer.model, choices=[choice]))  # fmt: skip
+                                        model=answer.model, choices=[choice], usage=usage))  # fmt: skip
 
     run = started.run
     where = CompletionTrace(
@@ -132,7 +133,7 @@ async def _chunks(
             if watch.run.status == RunStatus.COMPLETED.value:
                 async with watch.sessions() as session:
                     trace = await completion_trace(session, watch.run)
-                yield chunk(ChunkDelta(metadata=trace), "stop")
+                yield chunk(ChunkDelta(metadata=trace), "stop", completion_usage(watch.run.usage))
                 yield b"data: [DONE]\n\n"
                 return
             error = _failure(watch.run)
@@ -203,6 +204,10 @@ class OpenAIController(Controller):
         message = CompletionMessage(content=text, metadata=trace)
         choice = CompletionChoice(message=message, finish_reason="stop")
         body = ChatCompletion(
-            id=answer.id, created=answer.created, model=answer.model, choices=[choice]
+            id=answer.id,
+            created=answer.created,
+            model=answer.model,
+            choices=[choice],
+            usage=completion_usage(run.usage),
         )
         return Response(body)

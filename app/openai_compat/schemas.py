@@ -86,12 +86,31 @@ class CompletionChoice(msgspec.Struct, kw_only=True):
     finish_reason: Literal["stop", "length"]
 
 
+class PromptTokensDetails(msgspec.Struct, kw_only=True):
+    cached_tokens: int
+
+
+class CompletionTokensDetails(msgspec.Struct, kw_only=True):
+    reasoning_tokens: int
+
+
+class CompletionUsage(msgspec.Struct, kw_only=True):
+    """The run's model usage, summed over all its model calls (tool turns included)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: PromptTokensDetails
+    completion_tokens_details: CompletionTokensDetails
+
+
 class ChatCompletion(msgspec.Struct, kw_only=True):
     id: str
     object: Literal["chat.completion"] = "chat.completion"
     created: int
     model: str
     choices: list[CompletionChoice]
+    usage: CompletionUsage | None = None
 
 
 class ChunkDelta(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -109,13 +128,14 @@ class ChunkChoice(msgspec.Struct, kw_only=True):
 class ChatCompletionChunk(msgspec.Struct, kw_only=True):
     """One `data:` event of a streamed completion; `data: [DONE]` ends the stream. The
     first chunk's delta carries `metadata` with the thread and run ids, the last one (with
-    `finish_reason`) the run's whole trace."""
+    `finish_reason`) the run's whole trace and its `usage`."""
 
     id: str
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
     created: int
     model: str
     choices: list[ChunkChoice]
+    usage: CompletionUsage | None = None
 
 
 class AgentModel(msgspec.Struct, kw_only=True):
@@ -147,3 +167,19 @@ class OpenAIError(msgspec.Struct, kw_only=True):
     """Every error of `/v1`, in OpenAI's shape (OpenAI clients parse it)."""
 
     error: OpenAIErrorBody
+
+
+def completion_usage(usage: dict[str, Any] | None) -> CompletionUsage | None:
+    """OpenAI's `usage` of a run's usage columns (`Run.usage`), or None."""
+    if usage is None:
+        return None
+    prompt, completion = usage["input_tokens"], usage["output_tokens"]
+    return CompletionUsage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=prompt + completion,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=usage["cached_tokens"]),
+        completion_tokens_details=CompletionTokensDetails(
+            reasoning_tokens=usage["reasoning_tokens"]
+        ),
+    )

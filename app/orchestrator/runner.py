@@ -126,8 +126,8 @@ class RunExecution:
             await runs.close_open_activities(
                 session, self.run.id, error_type=error_type, error=activity_error
             )
+            await usage.record(session, self.run.id, self.usage)  # before the end is published
             await runs.finish_run(session, self.run.id, self.deps.owner, status, error)
-            await usage.record(session, self.run.id, self.usage)
 
         try:
             await self.reply.settle()

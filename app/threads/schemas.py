@@ -74,6 +74,16 @@ class ThreadMessageRead(Schema, kw_only=True, omit_defaults=True):
     updated_at: datetime
 
 
+class RunUsage(Schema):
+    """A run's model usage as the providers reported it, summed over its model calls."""
+
+    input_tokens: NonNegativeInt
+    output_tokens: NonNegativeInt
+    cached_tokens: NonNegativeInt  # of the input, read from the provider's prompt cache
+    reasoning_tokens: NonNegativeInt  # of the output, spent thinking
+    cost_usd: float | None = None  # None: no price known for the model
+
+
 class RunRead(Schema):
     id: UUID
     thread_id: UUID
@@ -86,6 +96,7 @@ class RunRead(Schema):
     # Once ended: from the message that queued it to its end (the times above are whole
     # seconds, which a turn of a few hundred milliseconds would read as 0).
     duration_ms: int | None = None
+    usage: RunUsage | None = None  # once ended, when it called a model
 
     def __post_init__(self) -> None:
         if self.duration_ms is None and self.finished_at is not None:

@@ -64,3 +64,16 @@ class Run(Base):
     cached_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
     reasoning_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
     cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """The usage columns as one object (the API's `RunRead.usage`), or None."""
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return {
+            "input_tokens": self.input_tokens or 0,
+            "output_tokens": self.output_tokens or 0,
+            "cached_tokens": self.cached_tokens or 0,
+            "reasoning_tokens": self.reasoning_tokens or 0,
+            "cost_usd": self.cost_usd,
+        }
