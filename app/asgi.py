@@ -49,6 +49,7 @@ from app.threads.run_controllers import RunController
 from app.tools.controllers import ToolController
 from app.tools.registry import get_registry, result_components
 from app.tools.toolsets import load_agent_types
+from app.usage.controllers import UsageController
 
 # Every route of the app, in one place.
 ROUTES = [
@@ -56,6 +57,7 @@ ROUTES = [
     readiness,
     AuthController,
     MeController,
+    UsageController,
     AgentController,
     ThreadController,
     MessageController,

@@ -154,6 +154,17 @@ class Settings:
         NonNegativeFloat,
         Meta(description="least time between writes of a running tool's output and progress"),
     ] = 0.25
+    user_monthly_token_budget: Annotated[
+        NonNegativeInt,
+        Meta(
+            description="model tokens (input + output) a user's runs may spend per UTC month; "
+            "then new messages get 429 until the month ends (0: no budget)"
+        ),
+    ] = 0
+    user_monthly_cost_budget_usd: Annotated[
+        NonNegativeFloat,
+        Meta(description="the same budget in USD of model cost (0: no budget)"),
+    ] = 0.0
     completion_wait_seconds: Annotated[
         PositiveFloat,
         Meta(

@@ -47,6 +47,7 @@ from app.openai_compat.trace import answer_text, completion_trace, run_messages
 from app.openai_compat.watch import RunWatch, WaitTimeout, sessions_for
 from app.realtime.channels import RealtimeChannels
 from app.settings import Settings
+from app.usage.budget import refuse_if_spent
 
 _encode = msgspec.json.Encoder().encode
 # Documentation only: the streamed form of the 200 answer is declared under this key and
@@ -165,7 +166,7 @@ class OpenAIController(Controller):
                 media_type="text/event-stream",
                 generate_examples=False,
             ),
-            **error_responses(404, 409, 413, 500, 503, 504),
+            **error_responses(404, 409, 413, 429, 500, 503, 504),
         },
     )
     async def create_chat_completion(
@@ -180,6 +181,7 @@ class OpenAIController(Controller):
         """Run the agent named by `model` on the last user message; the answer carries the
         run's trace in `choices[0].message.metadata`. `stream: true` answers with
         `chat.completion.chunk` events, then `data: [DONE]`."""
+        await refuse_if_spent(db_session, current_user.id, settings)
         started = await start_completion(db_session, current_user, data)
         await _commit(db_session)
         answer = _answer_of(started, data.model)
