@@ -20,6 +20,7 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "GetHealth": "Check the service and its database are up",
     "GetReadiness": "Check this process can serve: database and Redis reachable",
     "GetMe": "Get the signed-in user",
+    "GetMyUsage": "Get your model usage and budget",
     "ListTasks": "List your tasks, newest first",
     "UpdateTask": "Rename, annotate, complete or reopen a task",
     "ListThreads": "List your threads, most recent activity first",

@@ -35,6 +35,7 @@ from app.openai_compat.schemas import (
     ChatCompletion,
     ChatCompletionChunk,
     ChatCompletionRequest,
+    ChatCompletionUsageChunk,
     ChunkChoice,
     ChunkDelta,
     CompletionChoice,
@@ -113,10 +114,10 @@ def _sse(body: Any) -> bytes:
 async def _chunks(
     watch: RunWatch, started: StartedCompletion, answer: Answer, wait: float
 ) -> AsyncIterator[bytes]:
-    def chunk(delta: ChunkDelta, finish: Any = None, usage: Any = None) -> bytes:
+    def chunk(delta: ChunkDelta, finish: Any = None) -> bytes:
         choice = ChunkChoice(delta=delta, finish_reason=finish)
         return _sse(ChatCompletionChunk(id=answer.id, created=answer.created,
-                                        model=answer.model, choices=[choice], usage=usage))  # fmt: skip
+                                        model=answer.model, choices=[choice]))  # fmt: skip
 
     run = started.run
     where = CompletionTrace(
@@ -134,7 +135,10 @@ async def _chunks(
             if watch.run.status == RunStatus.COMPLETED.value:
                 async with watch.sessions() as session:
                     trace = await completion_trace(session, watch.run)
-                yield chunk(ChunkDelta(metadata=trace), "stop", completion_usage(watch.run.usage))
+                yield chunk(ChunkDelta(metadata=trace), "stop")
+                usage = completion_usage(watch.run.usage)
+                yield _sse(ChatCompletionUsageChunk(id=answer.id, created=answer.created,
+                                                    model=answer.model, choices=[], usage=usage))  # fmt: skip
                 yield b"data: [DONE]\n\n"
                 return
             error = _failure(watch.run)

@@ -110,7 +110,7 @@ class ChatCompletion(msgspec.Struct, kw_only=True):
     created: int
     model: str
     choices: list[CompletionChoice]
-    usage: CompletionUsage | None = None
+    usage: CompletionUsage
 
 
 class ChunkDelta(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -128,14 +128,20 @@ class ChunkChoice(msgspec.Struct, kw_only=True):
 class ChatCompletionChunk(msgspec.Struct, kw_only=True):
     """One `data:` event of a streamed completion; `data: [DONE]` ends the stream. The
     first chunk's delta carries `metadata` with the thread and run ids, the last one (with
-    `finish_reason`) the run's whole trace and its `usage`."""
+    `finish_reason`) the run's whole trace; then, as OpenAI's `stream_options.include_usage`
+    sends it, a chunk with no choices and the run's `usage`."""
 
     id: str
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
     created: int
     model: str
     choices: list[ChunkChoice]
-    usage: CompletionUsage | None = None
+
+
+class ChatCompletionUsageChunk(ChatCompletionChunk, kw_only=True):
+    """The last chunk before `[DONE]`: `choices` empty, the run's `usage`."""
+
+    usage: CompletionUsage
 
 
 class AgentModel(msgspec.Struct, kw_only=True):
@@ -169,10 +175,8 @@ class OpenAIError(msgspec.Struct, kw_only=True):
     error: OpenAIErrorBody
 
 
-def completion_usage(usage: dict[str, Any] | None) -> CompletionUsage | None:
-    """OpenAI's `usage` of a run's usage columns (`Run.usage`), or None."""
-    if usage is None:
-        return None
+def completion_usage(usage: dict[str, Any]) -> CompletionUsage:
+    """OpenAI's `usage` of a run's usage columns (`Run.usage`)."""
     prompt, completion = usage["input_tokens"], usage["output_tokens"]
     return CompletionUsage(
         prompt_tokens=prompt,

@@ -93,10 +93,10 @@ class RunRead(Schema):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    usage: RunUsage  # zeros until the run ends (written with its end)
     # Once ended: from the message that queued it to its end (the times above are whole
     # seconds, which a turn of a few hundred milliseconds would read as 0).
     duration_ms: int | None = None
-    usage: RunUsage | None = None  # once ended, when it called a model
 
     def __post_init__(self) -> None:
         if self.duration_ms is None and self.finished_at is not None:

@@ -17,7 +17,7 @@ class UsageBudget(Schema):
     cost_limit_usd: float | None = None
 
 
-class UsageRead(Schema):
+class UsageRead(Schema, omit_defaults=True):
     """Model usage of the user's runs created since `since`, summed (ended runs only:
     a run's usage is written when it ends)."""
 
@@ -28,4 +28,4 @@ class UsageRead(Schema):
     cached_tokens: NonNegativeInt
     reasoning_tokens: NonNegativeInt
     cost_usd: float  # runs whose model has no known price count 0
-    budget: UsageBudget | None = None
+    budget: UsageBudget | None = None  # left out without a budget

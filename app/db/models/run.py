@@ -66,10 +66,8 @@ class Run(Base):
     cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
 
     @property
-    def usage(self) -> dict[str, Any] | None:
-        """The usage columns as one object (the API's `RunRead.usage`), or None."""
-        if self.input_tokens is None and self.output_tokens is None:
-            return None
+    def usage(self) -> dict[str, Any]:
+        """The usage columns as one object (the API's `RunRead.usage`; zeros if none)."""
         return {
             "input_tokens": self.input_tokens or 0,
             "output_tokens": self.output_tokens or 0,
