@@ -73,11 +73,18 @@ class Answer:
     id: str
     created: int
     model: str
+    with_usage: bool = False  # a streamed answer ends with a usage chunk
 
 
-def _answer_of(started: StartedCompletion, model: str) -> Answer:
+def _answer_of(started: StartedCompletion, data: ChatCompletionRequest) -> Answer:
     run = started.run
-    return Answer(id=f"chatcmpl-{run.id.hex}", created=int(run.created_at.timestamp()), model=model)
+    options = data.stream_options
+    return Answer(
+        id=f"chatcmpl-{run.id.hex}",
+        created=int(run.created_at.timestamp()),
+        model=data.model,
+        with_usage=bool(options and options.include_usage),
+    )
 
 
 def _failure(run: Run) -> CompletionError:
@@ -136,9 +143,10 @@ async def _chunks(
                 async with watch.sessions() as session:
                     trace = await completion_trace(session, watch.run)
                 yield chunk(ChunkDelta(metadata=trace), "stop")
-                usage = completion_usage(watch.run.usage)
-                yield _sse(ChatCompletionUsageChunk(id=answer.id, created=answer.created,
-                                                    model=answer.model, choices=[], usage=usage))  # fmt: skip
+                if answer.with_usage:
+                    usage = completion_usage(watch.run.usage)
+                    yield _sse(ChatCompletionUsageChunk(id=answer.id, created=answer.created,
+                                                        model=answer.model, choices=[], usage=usage))  # fmt: skip
                 yield b"data: [DONE]\n\n"
                 return
             error = _failure(watch.run)
@@ -188,7 +196,7 @@ class OpenAIController(Controller):
         await refuse_if_spent(db_session, current_user.id, settings)
         started = await start_completion(db_session, current_user, data)
         await _commit(db_session)
-        answer = _answer_of(started, data.model)
+        answer = _answer_of(started, data)
         watch = RunWatch(channels, sessions_for(db_engine), started.run.id, started.thread.id)
         wait = settings.completion_wait_seconds
         if data.stream:

@@ -1,7 +1,8 @@
 """OpenAI's chat-completions and models shapes, as far as this server speaks them.
 
 Requests are lenient where OpenAI clients send more than we use (sampling parameters,
-`user`, `stream_options`, …: accepted and ignored; the agent's own model settings rule).
+`user`, …: accepted and ignored; the agent's own model settings rule). A streamed
+completion ends with the run's `usage` when `stream_options.include_usage` asks for it.
 Responses carry OpenAI's fields plus `metadata` (the run's trace) on the message.
 """
 
@@ -49,6 +50,10 @@ class CompletionOptions(msgspec.Struct, kw_only=True):
     ] = None
 
 
+class StreamOptions(msgspec.Struct, kw_only=True):
+    include_usage: bool = False
+
+
 class ChatCompletionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """`model` is an agent (`GET /v1/models`: its id, or its name); the last `user`
     message is the new message of the run."""
@@ -56,6 +61,7 @@ class ChatCompletionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     model: ModelId
     messages: Annotated[list[ChatMessageIn], msgspec.Meta(min_length=1, max_length=500)]
     stream: bool = False
+    stream_options: StreamOptions | None = None
     metadata: CompletionOptions | None = None
 
 

@@ -98,3 +98,20 @@ async def test_chat_completions_report_the_runs_usage(
     assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (400, 50)
     assert completion.usage.total_tokens == 450
     assert completion.usage.prompt_tokens_details.cached_tokens == 100  # type: ignore[union-attr]
+
+
+async def test_a_streamed_completion_ends_with_usage_when_asked(
+    api: OrchestratorApi, openai_client: openai.AsyncOpenAI
+) -> None:
+    api.llm.script(Text("Streamed.", usage=USAGE))
+    stream = await openai_client.chat.completions.create(
+        model=str(api.user.agent.id),
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = [chunk async for chunk in stream]
+    assert chunks[-2].choices[0].finish_reason == "stop"
+    last = chunks[-1]
+    assert last.choices == [] and last.usage is not None
+    assert (last.usage.prompt_tokens, last.usage.completion_tokens) == (400, 50)
