@@ -46,8 +46,10 @@ class OrchestratorPlugin(InitPluginProtocol):
     @asynccontextmanager
     async def _run_worker(self, app: Litestar) -> AsyncIterator[None]:
         from app.orchestrator.door import openai_client  # the model door: only when running
+        from app.orchestrator.door.profiles import load_profiles
         from app.orchestrator.worker import RunWorker
 
+        load_profiles(self.settings.llm_profiles_file, self.settings.llm_profiles)  # bad: fail now
         engine = self._runner_engine()
         worker = RunWorker(self.settings, async_sessionmaker(engine, expire_on_commit=False))
         await worker.start()

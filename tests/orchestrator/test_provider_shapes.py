@@ -116,7 +116,7 @@ async def test_anthropic_overloaded_is_retried_then_said_plainly(llm: FakeLLM) -
     error = caught.value
     assert error.kind == "overloaded" and len(llm.requests) == 2
     assert error.message.startswith("The model provider is overloaded; try again in a minute.")
-    assert "overloaded_error: Overloaded" in error.message and "b'" not in error.message
+    assert "(529 overloaded_error: Overloaded)" in error.message and "b'" not in error.message
     assert "sk-provider-key" not in error.message
 
 

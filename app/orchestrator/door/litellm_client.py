@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -31,6 +32,9 @@ from app.orchestrator.door.errors import (
 )
 from app.orchestrator.door.types import ModelCall
 
+# litellm 1.110's TypedDicts use `ReadOnly`: pydantic warns once per type when it first
+# builds one (on a first call), a dozen lines in the server's log that say nothing to us.
+warnings.filterwarnings("ignore", message=r"Items? .* (is|are) using the `ReadOnly` qualifier")
 litellm.suppress_debug_info = True
 litellm.telemetry = False
 logging.getLogger("LiteLLM").setLevel(logging.WARNING)  # no line per call
@@ -89,27 +93,38 @@ def map_error(exc: Exception, key: str | None = None) -> LLMError:
     found = body_in_text(text)
     if found is not None:
         error_type, message, body_status = found
-        status = body_status if status in {None, 500} and body_status else status
+        status = status if status not in {None, 500} or not body_status else body_status
     else:
         error_type, message = None, text.split(" - ", 1)[-1]
     if isinstance(exc, litellm.ContextWindowExceededError):
         message = "context length exceeded: " + message
     if isinstance(exc, litellm.APIConnectionError) and status in {None, 500} and not found:
         return LLMError("connection", _unreachable(exc, key))
-    retry_after = retry_after_seconds(getattr(exc, "litellm_response_headers", None))
-    if retry_after is None:
-        response = getattr(exc, "response", None)
-        retry_after = retry_after_seconds(getattr(response, "headers", None))
+    retry_after = retry_after_seconds(_answer_headers(exc))
     return from_status(status, error_type, message, retry_after=retry_after)
 
 
 def _status(exc: Exception) -> int | None:
-    """The HTTP status the provider answered (litellm's `status_code`, or its response's)."""
+    """The HTTP status the provider answered: the wrapped httpx error's (litellm reports
+    some, e.g. Anthropic's 529, as a 500 of its own), else litellm's `status_code`."""
+    for cause in _causes(exc):
+        if isinstance(cause, httpx.HTTPStatusError):
+            return cause.response.status_code
     response = getattr(exc, "response", None)
     for value in (getattr(response, "status_code", None), getattr(exc, "status_code", None)):
         if isinstance(value, int) and 100 <= value < 600:
             return value
     return None
+
+
+def _answer_headers(exc: Exception) -> Any:
+    """The provider's response headers (for retry-after), wherever litellm kept them."""
+    for cause in _causes(exc):
+        if isinstance(cause, httpx.HTTPStatusError):
+            return cause.response.headers
+    return getattr(exc, "litellm_response_headers", None) or getattr(
+        getattr(exc, "response", None), "headers", None
+    )
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

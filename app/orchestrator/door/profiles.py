@@ -30,6 +30,7 @@ import yaml
 from msgspec import Meta
 
 from app.orchestrator.door.types import ModelTarget, Prices
+from app.settings import SettingsError
 
 # OpenAI-format providers our own client serves, with their public base URLs and the
 # variable their SDKs read the key from (as litellm did for the default profile).
@@ -73,7 +74,7 @@ class ProfilesDocument(msgspec.Struct, forbid_unknown_fields=True):
     profiles: dict[Annotated[str, Meta(pattern=_NAME)], ProviderProfile] = {}
 
 
-class ProfileError(ValueError):
+class ProfileError(SettingsError):
     """A bad profiles document; the message is one line for whoever starts the server."""
 
 
@@ -81,10 +82,11 @@ class ProfileError(ValueError):
 def load_profiles(path: str | None, inline: str | None) -> dict[str, ProviderProfile]:
     """The profiles of LLM_PROFILES_FILE and LLM_PROFILES (inline wins on a name clash)."""
     found: dict[str, ProviderProfile] = {}
-    for source, text in (
-        (path, Path(path).read_text() if path else None),
-        ("LLM_PROFILES", inline),
-    ):
+    try:
+        from_file = Path(path).read_text() if path else None
+    except OSError as exc:
+        raise ProfileError(f"LLM_PROFILES_FILE: cannot read {path}: {exc.strerror}") from None
+    for source, text in ((path, from_file), ("LLM_PROFILES", inline)):
         if not text:
             continue
         try:
