@@ -341,3 +341,21 @@ def test_the_fast_path_takes_the_proxy_the_environment_names(
     assert str(proxy) == "http://proxy.internal:3128"
     assert auth is not None and (auth.login, auth.password) == ("user", "secret")
     assert bypassed == (None, None) and plain == (None, None)
+
+
+async def test_a_4xx_error_event_in_a_200_stream_is_not_retried(llm: FakeLLM, door: str) -> None:
+    """Groq's shape: `code` is a word, the status is in `status_code`."""
+    error = {
+        "error": {
+            "message": "Tool call validation failed: parameters did not match schema",
+            "type": "invalid_request_error",
+            "code": "tool_use_failed",
+            "status_code": 400,
+        }
+    }
+    llm.script(Raw(b"data: " + json.dumps(error).encode() + b"\n\n"), Text("never reached"))
+    with pytest.raises(LLMError) as caught:
+        await _turn(llm, door, retries=2 if door == "fast" else 0)
+    assert "Tool call validation failed" in caught.value.message  # no int() ValueError
+    if door == "fast":  # litellm reports it as a 500 of its own: only its message survives
+        assert caught.value.kind == "bad_request" and len(llm.requests) == 1
