@@ -9,6 +9,7 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Run
+from app.db.models.run import NANO
 from app.orchestrator.door.types import Usage
 from app.orchestrator.llm import run_usage
 
@@ -26,7 +27,7 @@ def usage_values(usage: Usage) -> dict[str, int | float | None]:
         "output_tokens": usage.output_tokens,
         "cached_tokens": usage.cached_tokens,
         "reasoning_tokens": usage.reasoning_tokens,
-        "cost_usd": usage.cost,
+        "cost_nanousd": None if usage.cost is None else round(usage.cost * NANO),
     }
 
 

@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Run, Thread
+from app.db.models.run import NANO
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ USAGE_SINCE = (
         _sum(Run.output_tokens),
         _sum(Run.cached_tokens),
         _sum(Run.reasoning_tokens),
-        _sum(Run.cost_usd),
+        _sum(Run.cost_nanousd),
     )
     .select_from(Run)
     .join(Thread, Thread.id == Run.thread_id)
@@ -49,5 +50,10 @@ async def usage_since(session: AsyncSession, user_id: UUID, since: datetime) -> 
     row = (await session.execute(statement)).one()
     runs, input_tokens, output_tokens, cached, reasoning, cost = row
     return Totals(
-        int(runs), int(input_tokens), int(output_tokens), int(cached), int(reasoning), float(cost)
+        int(runs),
+        int(input_tokens),
+        int(output_tokens),
+        int(cached),
+        int(reasoning),
+        int(cost) / NANO,
     )

@@ -1,4 +1,4 @@
-"""runs: model usage and cost (input, output, cached, reasoning tokens; cost in USD)
+"""runs: model usage and cost (input, output, cached, reasoning tokens; cost in 1e-9 USD)
 
 Summed over a run's model calls as the providers reported them and written when the run
 ends; nullable, so existing rows are not rewritten (None: no usage recorded).
@@ -26,11 +26,11 @@ def upgrade() -> None:
     with op.batch_alter_table("runs") as batch:
         for name in TOKEN_COLUMNS:
             batch.add_column(sa.Column(name, sa.BigInteger(), nullable=True))
-        batch.add_column(sa.Column("cost_usd", sa.Float(), nullable=True))
+        batch.add_column(sa.Column("cost_nanousd", sa.BigInteger(), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("runs") as batch:
-        batch.drop_column("cost_usd")
+        batch.drop_column("cost_nanousd")
         for name in reversed(TOKEN_COLUMNS):
             batch.drop_column(name)
