@@ -51,6 +51,7 @@ from app.tools.mcp.controllers import McpServerController
 from app.tools.mcp.plugin import McpPlugin, mcp_result_components
 from app.tools.registry import get_registry, result_components
 from app.tools.toolsets import load_agent_types
+from app.usage.controllers import UsageController
 
 # Every route of the app, in one place.
 ROUTES = [
@@ -58,6 +59,7 @@ ROUTES = [
     readiness,
     AuthController,
     MeController,
+    UsageController,
     AgentController,
     ThreadController,
     MessageController,

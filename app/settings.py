@@ -62,8 +62,23 @@ class Settings:
     llm_model: Annotated[str, Meta(description="default model for agents without one")] = (
         "demo/tool-demo"
     )
-    llm_api_base: Annotated[str | None, Meta(description="where litellm sends the models")] = None
-    llm_api_key: Annotated[str | None, Meta(description="API key sent with model calls")] = None
+    llm_api_base: Annotated[
+        str | None, Meta(description="base URL of the default provider profile's models")
+    ] = None
+    llm_api_key: Annotated[
+        str | None, Meta(description="API key of the default provider profile")
+    ] = None
+    llm_profiles_file: Annotated[
+        str | None,
+        Meta(
+            description="YAML of named provider profiles (kind, base URL, key's variable, "
+            "headers, timeout, prices); an agent's model `<profile>/<model>` picks one"
+        ),
+    ] = None
+    llm_profiles: Annotated[
+        str | None,
+        Meta(description="provider profiles inline (the same YAML or JSON document)"),
+    ] = None
     web_search_url: Annotated[
         str | None, Meta(description="SearXNG-compatible search endpoint for the `web` tool")
     ] = None
@@ -121,8 +136,8 @@ class Settings:
     llm_fast_stream: Annotated[
         bool,
         Meta(
-            description="OpenAI-format model streams read by the door itself (false: all "
-            "through litellm in full)"
+            description="OpenAI-format providers through the door's own client (false: "
+            "all through litellm)"
         ),
     ] = True
     llm_context_tokens: Annotated[
@@ -146,6 +161,17 @@ class Settings:
         NonNegativeFloat,
         Meta(description="least time between writes of a running tool's output and progress"),
     ] = 0.25
+    user_monthly_token_budget: Annotated[
+        NonNegativeInt,
+        Meta(
+            description="model tokens (input + output) a user's runs may spend per UTC month; "
+            "then new messages get 429 until the month ends (0: no budget)"
+        ),
+    ] = 0
+    user_monthly_cost_budget_usd: Annotated[
+        NonNegativeFloat,
+        Meta(description="the same budget in USD of model cost (0: no budget)"),
+    ] = 0.0
     completion_wait_seconds: Annotated[
         PositiveFloat,
         Meta(

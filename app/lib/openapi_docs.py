@@ -20,6 +20,7 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "GetHealth": "Check the service and its database are up",
     "GetReadiness": "Check this process can serve: database and Redis reachable",
     "GetMe": "Get the signed-in user",
+    "GetMyUsage": "Get your model usage and budget",
     "ListTasks": "List your tasks, newest first",
     "UpdateTask": "Rename, annotate, complete or reopen a task",
     "ListThreads": "List your threads, most recent activity first",
@@ -110,6 +111,13 @@ _RUN: dict[str, Any] = {
     "created_at": "2026-03-01T10:15:00Z",
     "started_at": "2026-03-01T10:15:01Z",
     "finished_at": "2026-03-01T10:15:05Z",
+    "usage": {
+        "input_tokens": 1840,
+        "output_tokens": 96,
+        "cached_tokens": 1024,
+        "reasoning_tokens": 0,
+        "cost_usd": 0.000253,
+    },
 }
 
 SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {

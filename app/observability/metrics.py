@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -53,6 +54,17 @@ MODEL_CALL_SECONDS = Histogram(
 )
 MODEL_ERRORS = Counter(
     f"{PREFIX}_model_errors", "Failed model calls (each attempt), by error kind", ["kind"]
+)
+MODEL_TOKENS = Counter(
+    f"{PREFIX}_model_tokens",
+    "Tokens of model calls as the providers reported them, by model, agent type and kind "
+    "(input, output, cached: input read from the provider's cache, reasoning: part of output)",
+    ["model", "agent_type", "kind"],
+)
+MODEL_COST = Counter(
+    f"{PREFIX}_model_cost_usd",
+    "Cost of model calls in USD (profile prices or litellm's model map), by model and agent type",
+    ["model", "agent_type"],
 )
 PUSHES = Counter(
     f"{PREFIX}_push_notifications", "Push notifications attempted, by outcome", ["outcome"]
@@ -130,6 +142,16 @@ async def model_call(model: str) -> AsyncIterator[None]:
 
 def model_error(kind: str) -> None:
     MODEL_ERRORS.labels(bounded("model_error", kind)).inc()
+
+
+def model_usage(model: str, agent_type: str, usage: Any) -> None:
+    """One model call's tokens and cost (`usage`: app/orchestrator/door/types.Usage)."""
+    labels = (bounded("model", model), bounded("agent_type", agent_type or "none"))
+    for kind in ("input", "output", "cached", "reasoning"):
+        if count := getattr(usage, f"{kind}_tokens"):
+            MODEL_TOKENS.labels(*labels, kind).inc(count)
+    if usage.cost:
+        MODEL_COST.labels(*labels).inc(usage.cost)
 
 
 def record_push(outcome: str) -> None:

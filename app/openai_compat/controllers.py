@@ -35,17 +35,20 @@ from app.openai_compat.schemas import (
     ChatCompletion,
     ChatCompletionChunk,
     ChatCompletionRequest,
+    ChatCompletionUsageChunk,
     ChunkChoice,
     ChunkDelta,
     CompletionChoice,
     CompletionMessage,
     CompletionTrace,
     ModelList,
+    completion_usage,
 )
 from app.openai_compat.trace import answer_text, completion_trace, run_messages
 from app.openai_compat.watch import RunWatch, WaitTimeout, sessions_for
 from app.realtime.channels import RealtimeChannels
 from app.settings import Settings
+from app.usage.budget import refuse_if_spent
 
 _encode = msgspec.json.Encoder().encode
 # Documentation only: the streamed form of the 200 answer is declared under this key and
@@ -70,11 +73,18 @@ class Answer:
     id: str
     created: int
     model: str
+    with_usage: bool = False  # a streamed answer ends with a usage chunk
 
 
-def _answer_of(started: StartedCompletion, model: str) -> Answer:
+def _answer_of(started: StartedCompletion, data: ChatCompletionRequest) -> Answer:
     run = started.run
-    return Answer(id=f"chatcmpl-{run.id.hex}", created=int(run.created_at.timestamp()), model=model)
+    options = data.stream_options
+    return Answer(
+        id=f"chatcmpl-{run.id.hex}",
+        created=int(run.created_at.timestamp()),
+        model=data.model,
+        with_usage=bool(options and options.include_usage),
+    )
 
 
 def _failure(run: Run) -> CompletionError:
@@ -133,6 +143,10 @@ async def _chunks(
                 async with watch.sessions() as session:
                     trace = await completion_trace(session, watch.run)
                 yield chunk(ChunkDelta(metadata=trace), "stop")
+                if answer.with_usage:
+                    usage = completion_usage(watch.run.usage)
+                    yield _sse(ChatCompletionUsageChunk(id=answer.id, created=answer.created,
+                                                        model=answer.model, choices=[], usage=usage))  # fmt: skip
                 yield b"data: [DONE]\n\n"
                 return
             error = _failure(watch.run)
@@ -164,7 +178,7 @@ class OpenAIController(Controller):
                 media_type="text/event-stream",
                 generate_examples=False,
             ),
-            **error_responses(404, 409, 413, 500, 503, 504),
+            **error_responses(404, 409, 413, 429, 500, 503, 504),
         },
     )
     async def create_chat_completion(
@@ -179,9 +193,10 @@ class OpenAIController(Controller):
         """Run the agent named by `model` on the last user message; the answer carries the
         run's trace in `choices[0].message.metadata`. `stream: true` answers with
         `chat.completion.chunk` events, then `data: [DONE]`."""
+        await refuse_if_spent(db_session, current_user.id, settings)
         started = await start_completion(db_session, current_user, data)
         await _commit(db_session)
-        answer = _answer_of(started, data.model)
+        answer = _answer_of(started, data)
         watch = RunWatch(channels, sessions_for(db_engine), started.run.id, started.thread.id)
         wait = settings.completion_wait_seconds
         if data.stream:
@@ -203,6 +218,10 @@ class OpenAIController(Controller):
         message = CompletionMessage(content=text, metadata=trace)
         choice = CompletionChoice(message=message, finish_reason="stop")
         body = ChatCompletion(
-            id=answer.id, created=answer.created, model=answer.model, choices=[choice]
+            id=answer.id,
+            created=answer.created,
+            model=answer.model,
+            choices=[choice],
+            usage=completion_usage(run.usage),
         )
         return Response(body)

@@ -1,7 +1,8 @@
 """OpenAI's chat-completions and models shapes, as far as this server speaks them.
 
 Requests are lenient where OpenAI clients send more than we use (sampling parameters,
-`user`, `stream_options`, …: accepted and ignored; the agent's own model settings rule).
+`user`, …: accepted and ignored; the agent's own model settings rule). A streamed
+completion ends with the run's `usage` when `stream_options.include_usage` asks for it.
 Responses carry OpenAI's fields plus `metadata` (the run's trace) on the message.
 """
 
@@ -49,6 +50,10 @@ class CompletionOptions(msgspec.Struct, kw_only=True):
     ] = None
 
 
+class StreamOptions(msgspec.Struct, kw_only=True):
+    include_usage: bool = False
+
+
 class ChatCompletionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """`model` is an agent (`GET /v1/models`: its id, or its name); the last `user`
     message is the new message of the run."""
@@ -56,6 +61,7 @@ class ChatCompletionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     model: ModelId
     messages: Annotated[list[ChatMessageIn], msgspec.Meta(min_length=1, max_length=500)]
     stream: bool = False
+    stream_options: StreamOptions | None = None
     metadata: CompletionOptions | None = None
 
 
@@ -86,12 +92,31 @@ class CompletionChoice(msgspec.Struct, kw_only=True):
     finish_reason: Literal["stop", "length"]
 
 
+class PromptTokensDetails(msgspec.Struct, kw_only=True):
+    cached_tokens: int
+
+
+class CompletionTokensDetails(msgspec.Struct, kw_only=True):
+    reasoning_tokens: int
+
+
+class CompletionUsage(msgspec.Struct, kw_only=True):
+    """The run's model usage, summed over all its model calls (tool turns included)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: PromptTokensDetails
+    completion_tokens_details: CompletionTokensDetails
+
+
 class ChatCompletion(msgspec.Struct, kw_only=True):
     id: str
     object: Literal["chat.completion"] = "chat.completion"
     created: int
     model: str
     choices: list[CompletionChoice]
+    usage: CompletionUsage
 
 
 class ChunkDelta(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -109,13 +134,20 @@ class ChunkChoice(msgspec.Struct, kw_only=True):
 class ChatCompletionChunk(msgspec.Struct, kw_only=True):
     """One `data:` event of a streamed completion; `data: [DONE]` ends the stream. The
     first chunk's delta carries `metadata` with the thread and run ids, the last one (with
-    `finish_reason`) the run's whole trace."""
+    `finish_reason`) the run's whole trace; then, as OpenAI's `stream_options.include_usage`
+    sends it, a chunk with no choices and the run's `usage`."""
 
     id: str
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
     created: int
     model: str
     choices: list[ChunkChoice]
+
+
+class ChatCompletionUsageChunk(ChatCompletionChunk, kw_only=True):
+    """The last chunk before `[DONE]`: `choices` empty, the run's `usage`."""
+
+    usage: CompletionUsage
 
 
 class AgentModel(msgspec.Struct, kw_only=True):
@@ -147,3 +179,17 @@ class OpenAIError(msgspec.Struct, kw_only=True):
     """Every error of `/v1`, in OpenAI's shape (OpenAI clients parse it)."""
 
     error: OpenAIErrorBody
+
+
+def completion_usage(usage: dict[str, Any]) -> CompletionUsage:
+    """OpenAI's `usage` of a run's usage columns (`Run.usage`)."""
+    prompt, completion = usage["input_tokens"], usage["output_tokens"]
+    return CompletionUsage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=prompt + completion,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=usage["cached_tokens"]),
+        completion_tokens_details=CompletionTokensDetails(
+            reasoning_tokens=usage["reasoning_tokens"]
+        ),
+    )

@@ -16,7 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import Agent, Run, User
 from app.db.reads import reading
-from app.orchestrator.llm import ModelTarget, is_demo_model
+from app.orchestrator.door.profiles import load_profiles
+from app.orchestrator.llm import ModelTarget, target_for
 from app.settings import Settings
 from app.tools.executor import ToolCallCache
 from app.tools.toolsets import AgentTypeConfig
@@ -108,18 +109,19 @@ class RunnerDeps:
         return len(set(self.parked.values()))
 
     def model_target(self, agent: Agent) -> ModelTarget:
+        """Where the agent's model calls go: its model's profile, else the `LLM_*` default."""
         settings = self.settings
-        model = agent.model or settings.llm_model
-        local = is_demo_model(model)
-        return ModelTarget(
-            model=model,
-            api_base=None if local else settings.llm_api_base,
-            api_key=None if local else settings.llm_api_key,
+        base = ModelTarget(
+            model=agent.model or settings.llm_model,
+            api_base=settings.llm_api_base,
+            api_key=settings.llm_api_key,
             timeout=settings.llm_timeout_seconds,
             max_retries=settings.llm_max_retries,
             retry_base=settings.llm_retry_base_seconds,
             fast_stream=settings.llm_fast_stream,
+            agent_type=agent.agent_type or "",
         )
+        return target_for(base, load_profiles(settings.llm_profiles_file, settings.llm_profiles))
 
 
 @dataclass

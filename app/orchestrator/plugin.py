@@ -45,9 +45,11 @@ class OrchestratorPlugin(InitPluginProtocol):
 
     @asynccontextmanager
     async def _run_worker(self, app: Litestar) -> AsyncIterator[None]:
-        from app.orchestrator import llm_wire  # imports litellm: only when running
+        from app.orchestrator.door import openai_client  # the model door: only when running
+        from app.orchestrator.door.profiles import load_profiles
         from app.orchestrator.worker import RunWorker
 
+        load_profiles(self.settings.llm_profiles_file, self.settings.llm_profiles)  # bad: fail now
         engine = self._runner_engine()
         worker = RunWorker(self.settings, async_sessionmaker(engine, expire_on_commit=False))
         await worker.start()
@@ -56,7 +58,7 @@ class OrchestratorPlugin(InitPluginProtocol):
             yield
         finally:
             await worker.stop()
-            await llm_wire.close_session()  # the model door's pooled connections
+            await openai_client.close_session()  # the model door's pooled connections
             if engine is not self.db_config.get_engine():
                 await engine.dispose()
 

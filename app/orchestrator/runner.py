@@ -28,7 +28,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent, Run, RunStatus
-from app.orchestrator import delegation, planner, runs
+from app.orchestrator import delegation, planner, runs, usage
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.delegation import (
     FALLBACK_TYPE,
@@ -64,6 +64,7 @@ class RunExecution:
         self.stop_reason: str | None = None  # "cancelled" | "shutdown"
         self.reply = ReplyStream(deps, run)
         self.task: asyncio.Task[None] | None = None
+        self.usage = usage.Usage()  # the run's tally, set for its task in `execute`
 
     def stop(self, reason: str) -> None:
         if self.stop_reason is None and self.task is not None and not self.task.done():
@@ -73,6 +74,7 @@ class RunExecution:
     # -- lifecycle ---------------------------------------------------------------------
     async def execute(self) -> None:
         timeout = None
+        self.usage = usage.start_tally()  # the model door sums this run's calls into it
         try:
             state, spec, messages = await self._prepare()
             timeout = spec.config.run_timeout_seconds
@@ -127,6 +129,7 @@ class RunExecution:
             await runs.close_open_activities(
                 session, self.run.id, error_type=error_type, error=activity_error
             )
+            await usage.record(session, self.run.id, self.usage)  # before the end is published
             await runs.finish_run(session, self.run.id, self.deps.owner, status, error)
 
         try:
@@ -177,14 +180,16 @@ class RunExecution:
         run, owner = self.run, self.deps.owner
 
         async def work(session: AsyncSession) -> None:
+            await usage.record(session, run.id, self.usage)  # before the run's end is seen
             if await self.reply.write(session, content=text) or not (text or note):
                 await runs.finish_run(session, run.id, owner, RunStatus.COMPLETED)
                 return
             answer = {"role": "assistant", "content": text or note, "run_id": run.id}
             await runs.finish_run_with_answer(session, run.id, owner, run.thread_id, answer)
 
-        # Nothing streamed to update: one statement on PostgreSQL, without BEGIN/COMMIT.
-        alone = self.reply.message is None
+        # Nothing streamed to update and no usage: one statement on PostgreSQL, without
+        # BEGIN/COMMIT.
+        alone = self.reply.message is None and self.usage.empty
         await (self.deps.write_alone if alone else self.deps.write)(work)
         self.reply.start()  # written: nothing left for an abrupt end to keep
 

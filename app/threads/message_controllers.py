@@ -12,11 +12,13 @@ from app.accounts.deps import SECURITY
 from app.db.models import User
 from app.lib.pagination import DEFAULT_PAGE_SIZE, PageLimit, page_size
 from app.lib.problems import problems
+from app.settings import Settings
 from app.threads import messages
 from app.threads.message_reads import latest_page_json, list_owned_messages
 from app.threads.schemas import MessageCreate, MessagePage, MessagePosted, ThreadMessageRead
 from app.threads.serializers import message_read, run_read
 from app.threads.services import get_owned_thread, get_owned_thread_for_post
+from app.usage.budget import refuse_if_spent
 
 
 class MessageController(Controller):
@@ -32,13 +34,20 @@ class MessageController(Controller):
             200: ResponseSpec(
                 MessagePosted, description="A repeat of an earlier client_message_id"
             ),
-            **problems(404, 409, 413),
+            **problems(404, 409, 413, 429),
         },
     )
     async def post_message(
-        self, thread_id: UUID, data: MessageCreate, db_session: AsyncSession, current_user: User
+        self,
+        thread_id: UUID,
+        data: MessageCreate,
+        db_session: AsyncSession,
+        current_user: User,
+        settings: Settings,
     ) -> Response[MessagePosted]:
-        """Store a user message and queue a run; a repeated `client_message_id` answers 200."""
+        """Store a user message and queue a run; a repeated `client_message_id` answers 200.
+        429 (with `Retry-After`): the monthly model usage budget is spent."""
+        await refuse_if_spent(db_session, current_user.id, settings)
         thread, agent_type = await get_owned_thread_for_post(db_session, current_user, thread_id)
         message, run, created = await messages.post_user_message(
             db_session, thread, data, agent_type

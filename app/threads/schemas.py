@@ -74,6 +74,16 @@ class ThreadMessageRead(Schema, kw_only=True, omit_defaults=True):
     updated_at: datetime
 
 
+class RunUsage(Schema):
+    """A run's model usage as the providers reported it, summed over its model calls."""
+
+    input_tokens: NonNegativeInt
+    output_tokens: NonNegativeInt
+    cached_tokens: NonNegativeInt  # of the input, read from the provider's prompt cache
+    reasoning_tokens: NonNegativeInt  # of the output, spent thinking
+    cost_usd: float | None = None  # None: no price known for the model
+
+
 class RunRead(Schema):
     id: UUID
     thread_id: UUID
@@ -83,6 +93,7 @@ class RunRead(Schema):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    usage: RunUsage  # zeros until the run ends (written with its end)
     # Once ended: from the message that queued it to its end (the times above are whole
     # seconds, which a turn of a few hundred milliseconds would read as 0).
     duration_ms: int | None = None

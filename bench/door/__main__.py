@@ -6,8 +6,8 @@ Against the fake OpenAI server over loopback (in its own process, so only the do
 is counted), each call is measured with `time.process_time`:
 
 - raw:     aiohttp streams the SSE, each `data:` line decoded with msgspec: the floor;
-- fast:    `stream_turn` with the fast path (litellm builds the request, the door reads);
-- litellm: `stream_turn` through `litellm.acompletion` in full (LLM_FAST_STREAM=false).
+- fast:    `stream_turn` through our own OpenAI-compatible client (app/orchestrator/door/);
+- litellm: `stream_turn` through `litellm.acompletion` (LLM_FAST_STREAM=false).
 
 Answers: a text of `--chunks` chunks, a 1-chunk text (the fixed cost of a call) and a
 turn with 2 parallel tool calls. Per chunk is the slope between the long and the short
@@ -28,7 +28,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import aiohttp
 import msgspec
 
-from app.orchestrator import llm_wire
+from app.orchestrator.door import openai_client
 from app.orchestrator.llm import ModelTarget, stream_turn
 from app.tools.registry import get_registry
 from app.tools.toolsets import load_agent_types
@@ -127,7 +127,7 @@ async def run(calls: int, chunks: int, rounds: int) -> None:
         )
     finally:
         await client.close()
-        await llm_wire.close_session()
+        await openai_client.close_session()
         assert fake.stdin is not None
         fake.stdin.close()
         fake.wait(10)

@@ -16,7 +16,7 @@ from litestar import Litestar
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app import create_app
-from app.orchestrator import llm_wire
+from app.orchestrator.door import openai_client as door_http
 from app.settings import Settings
 from app.tools.toolsets import load_agent_types
 from tests.conftest import _empty_all_tables, running_lifespan
@@ -30,7 +30,7 @@ from tests.support.test_tools import register_test_tools, write_agent_types
 async def fake_llm() -> AsyncIterator[FakeLLM]:
     async with FakeLLM() as server:
         yield server
-    await llm_wire.close_session()  # the model door's connections to it (apps close theirs)
+    await door_http.close_session()  # the model door's connections to it (apps close theirs)
 
 
 @pytest.fixture(scope="session")

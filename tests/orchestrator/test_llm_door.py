@@ -11,14 +11,14 @@ from typing import Any
 import litellm
 import pytest
 
-from app.orchestrator import llm_wire
+from app.orchestrator.door import model_info, openai_client, profiles
+from app.orchestrator.door.litellm_client import map_error
+from app.orchestrator.door.types import ModelCall, Prices, Usage
 from app.orchestrator.llm import (
     LLMError,
     ModelTarget,
     ModelTurn,
-    _price_unmapped_model,
     context_window,
-    map_error,
     stream_turn,
 )
 from tests.support.fake_llm import Call, Error, FakeLLM, Raw, Text, ToolCalls
@@ -45,7 +45,7 @@ def door(request: pytest.FixtureRequest) -> str:
 async def llm(fake_llm: FakeLLM) -> AsyncIterator[FakeLLM]:
     fake_llm.reset()
     yield fake_llm
-    await llm_wire.close_session()  # as the app does at shutdown
+    await openai_client.close_session()  # as the app does at shutdown
 
 
 async def _turn(
@@ -121,9 +121,9 @@ async def test_both_paths_ask_for_structured_output_alike(llm: FakeLLM, door: st
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["schema"]["required"] == ["a"]
     assert "tools" not in body
-    # the fast path sends with our aiohttp session, litellm in full with its own client
+    # the fast path sends with our aiohttp session, litellm with its own client
     sent_by = llm.headers[0]["user-agent"]
-    assert ("aiohttp/" in sent_by) if door == "fast" else sent_by.startswith("litellm/")
+    assert ("aiohttp/" in sent_by) == (door == "fast")
 
 
 async def test_arguments_split_across_chunks_and_parallel_calls(llm: FakeLLM, door: str) -> None:
@@ -175,34 +175,37 @@ async def test_an_error_inside_the_stream_is_the_providers_error(llm: FakeLLM, d
     llm.script(Raw(b'data: {"error": {"message": "overloaded", "code": 503}}\n\n'))
     with pytest.raises(LLMError) as caught:
         await _turn(llm, door)
-    assert caught.value.kind == "provider_unavailable"
-    assert "(503): overloaded" in caught.value.message
+    assert caught.value.kind == "overloaded"
+    assert caught.value.message.startswith("The model provider is overloaded; try again")
+    assert "overloaded)" in caught.value.message
 
 
 @pytest.mark.parametrize(
-    ("error", "kind", "text"),
+    ("error", "kind", "lead"),
     [
-        (Error(429, "slow down", {"retry-after": "7"}), "rate_limit", "rate limiting: slow down"),
+        (Error(429, "slow down", {"retry-after": "7"}), "rate_limit", "is rate limiting"),
         (Error(401, "bad key"), "auth", "authentication failed"),
-        (Error(400, "bad thing"), "bad_request", "refused the request: bad thing"),
+        (Error(400, "bad thing"), "bad_request", "refused the request"),
         (
             Error(400, "This model's maximum context length is 8192 tokens"),
             "context_window",
-            "too long for the model: This model's maximum context length",
+            "too long for the model",
         ),
-        (Error(404, "no such model"), "model_not_found", "not found: no such model"),
-        (Error(500, "boom"), "provider_unavailable", "failed (500): boom"),
-        (Error(503, "busy"), "provider_unavailable", "failed (503): busy"),
+        (Error(404, "no such model"), "model_not_found", "not found"),
+        (Error(500, "boom"), "provider_unavailable", "provider failed"),
+        (Error(503, "busy"), "overloaded", "overloaded; try again in a minute"),
     ],
 )
 async def test_http_errors_map_alike(
-    llm: FakeLLM, door: str, error: Error, kind: str, text: str
+    llm: FakeLLM, door: str, error: Error, kind: str, lead: str
 ) -> None:
+    """The provider's status and message are in the run's error, after a plain lead."""
     llm.script(error)
     with pytest.raises(LLMError) as caught:
         await _turn(llm, door)
-    assert caught.value.kind == kind
-    assert text in caught.value.message
+    assert caught.value.kind == kind and caught.value.status == error.status
+    assert lead in caught.value.message
+    assert f"({error.status}" in caught.value.message and error.message in caught.value.message
     if kind == "rate_limit":
         assert caught.value.retry_after == 7.0
 
@@ -240,19 +243,29 @@ async def test_an_unreachable_provider_is_a_transient_error(door: str) -> None:
     assert caught.value.transient and caught.value.kind in {"connection", "provider_unavailable"}
 
 
-def test_openai_format_providers_take_the_fast_path_and_others_do_not() -> None:
-    def request(model: str, base: str | None = "http://127.0.0.1:1/v1") -> Any:
-        return llm_wire.build_request(model, base, "k", MESSAGES, None)
+def test_openai_format_providers_take_our_client_and_others_litellm(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
-    fast = request("openai/fake-model")
-    assert fast is not None and fast.url == "http://127.0.0.1:1/v1/chat/completions"
-    assert json.loads(fast.body)["stream"] is True
+    def resolved(model: str, base: str | None = "http://127.0.0.1:1/v1") -> ModelTarget:
+        return profiles.default_target(ModelTarget(model, api_base=base, api_key="sk-door"))
+
+    fast = resolved("openai/fake-model")
+    assert fast.kind == "openai" and fast.wire_model == "fake-model"
+    request = openai_client.build_request(ModelCall(fast, MESSAGES))
+    assert request.url == "http://127.0.0.1:1/v1/chat/completions"
+    body = json.loads(request.body)
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert "extra_body" not in body  # a strict server refuses unknown top-level keys
     for model in ("hosted_vllm/m", "openrouter/a/b", "groq/llama-3", "deepseek/deepseek-chat"):
-        assert request(model) is not None, model
-    assert request("gpt-4o-mini", None).url.startswith("https://api.openai.com/")  # type: ignore[union-attr]
-    for model in ("anthropic/claude-3-5-sonnet", "azure/gpt-4o", "ollama_chat/llama3", "demo/x"):
-        assert request(model) is None, model
-    assert request("hosted_vllm/m", None) is None  # litellm looks its URL up itself
+        assert resolved(model).kind == "openai", model
+    assert resolved("groq/llama-3", None).api_base == "https://api.groq.com/openai/v1"
+    for model in ("anthropic/claude-3-5-sonnet", "azure/gpt-4o", "ollama_chat/llama3"):
+        assert resolved(model).kind == "litellm", model
+    assert resolved("demo/x").kind == "demo" and resolved("demo/x").api_key is None
+    assert resolved("hosted_vllm/m", None).kind == "litellm"  # no URL of its own: litellm's
+    assert "sk-door" not in repr(fast)  # keys stay out of logs
 
 
 def test_provider_message_is_extracted_from_a_raw_json_error_body() -> None:
@@ -261,29 +274,54 @@ def test_provider_message_is_extracted_from_a_raw_json_error_body() -> None:
         message=f"OpenAIException - {body}", llm_provider="openai", model="m"
     )
     error = map_error(exc)
-    assert error.kind == "rate_limit"
-    assert error.message == "The model provider is rate limiting: slow down"
+    assert error.kind == "rate_limit" and error.status == 429
+    assert (
+        error.message
+        == "The model provider is rate limiting; try again shortly. (429 rate: slow down)"
+    )
+
+
+def test_a_bytes_repr_of_an_anthropic_body_is_read() -> None:
+    body = b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    exc = litellm.InternalServerError(
+        message=f"AnthropicException - {body!r}", llm_provider="anthropic", model="m"
+    )
+    error = map_error(exc)
+    assert error.kind == "overloaded" and "b'" not in error.message
+    assert error.message.endswith("(500 overloaded_error: Overloaded)")
 
 
 def test_plain_error_text_is_kept() -> None:
     exc = litellm.BadRequestError(
         message="OpenAIException - bad param", llm_provider="openai", model="m"
     )
-    assert map_error(exc).message == "The model provider refused the request: bad param"
+    assert map_error(exc).message == "The model provider refused the request. (400: bad param)"
 
 
-def test_an_unmapped_model_gets_a_zero_price_but_keeps_the_fallback_window() -> None:
-    model = "openai/door-test-unmapped-model"
-    _price_unmapped_model(model)
-    info = litellm.get_model_info(model)
-    assert info["input_cost_per_token"] == 0.0
-    assert context_window(model, 12345) == 12345
+def test_a_key_echoed_in_an_error_is_scrubbed() -> None:
+    exc = litellm.AuthenticationError(
+        message="OpenAIException - Incorrect API key provided: sk-secret-123",
+        llm_provider="openai",
+        model="m",
+    )
+    error = map_error(exc, "sk-secret-123")
+    assert error.kind == "auth" and "sk-secret-123" not in error.message
 
 
-def test_a_mapped_model_keeps_its_real_price() -> None:
-    before = litellm.get_model_info("openai/gpt-4o-mini")["input_cost_per_token"]
-    _price_unmapped_model("openai/gpt-4o-mini")
-    assert before and litellm.get_model_info("openai/gpt-4o-mini")["input_cost_per_token"] == before
+def test_prices_come_from_the_profile_else_litellms_map() -> None:
+    usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000, cached_tokens=500_000)
+    mapped = ModelTarget("openai/gpt-4o-mini")
+    info = litellm.get_model_info("openai/gpt-4o-mini")
+    expected = (
+        500_000 * info["input_cost_per_token"]
+        + 500_000 * info["cache_read_input_token_cost"]
+        + 1_000_000 * info["output_cost_per_token"]
+    )
+    assert model_info.price(mapped, usage) == pytest.approx(expected)
+    assert model_info.price(ModelTarget("openai/door-test-unmapped-model"), usage) is None
+    own = ModelTarget("openai/door-test-unmapped-model", prices=Prices(1.0, 2.0, 0.5))
+    assert model_info.price(own, usage) == pytest.approx(0.5 + 0.25 + 2.0)
+    assert context_window("openai/door-test-unmapped-model", 12345) == 12345
 
 
 def test_the_fast_path_takes_the_proxy_the_environment_names(
@@ -293,13 +331,31 @@ def test_the_fast_path_takes_the_proxy_the_environment_names(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HTTPS_PROXY", "http://user:secret@proxy.internal:3128")
     monkeypatch.setenv("NO_PROXY", "models.internal")
-    llm_wire._env_proxy.cache_clear()
+    openai_client._env_proxy.cache_clear()
     try:
-        proxy, auth = llm_wire._env_proxy("https://api.example.com/v1/chat/completions")
-        bypassed = llm_wire._env_proxy("https://models.internal/v1/chat/completions")
-        plain = llm_wire._env_proxy("http://127.0.0.1:8000/v1/chat/completions")
+        proxy, auth = openai_client._env_proxy("https://api.example.com/v1/chat/completions")
+        bypassed = openai_client._env_proxy("https://models.internal/v1/chat/completions")
+        plain = openai_client._env_proxy("http://127.0.0.1:8000/v1/chat/completions")
     finally:
-        llm_wire._env_proxy.cache_clear()
+        openai_client._env_proxy.cache_clear()
     assert str(proxy) == "http://proxy.internal:3128"
     assert auth is not None and (auth.login, auth.password) == ("user", "secret")
     assert bypassed == (None, None) and plain == (None, None)
+
+
+async def test_a_4xx_error_event_in_a_200_stream_is_not_retried(llm: FakeLLM, door: str) -> None:
+    """Groq's shape: `code` is a word, the status is in `status_code`."""
+    error = {
+        "error": {
+            "message": "Tool call validation failed: parameters did not match schema",
+            "type": "invalid_request_error",
+            "code": "tool_use_failed",
+            "status_code": 400,
+        }
+    }
+    llm.script(Raw(b"data: " + json.dumps(error).encode() + b"\n\n"), Text("never reached"))
+    with pytest.raises(LLMError) as caught:
+        await _turn(llm, door, retries=2 if door == "fast" else 0)
+    assert "Tool call validation failed" in caught.value.message  # no int() ValueError
+    if door == "fast":  # litellm reports it as a 500 of its own: only its message survives
+        assert caught.value.kind == "bad_request" and len(llm.requests) == 1

@@ -25,7 +25,7 @@ async def test_server_errors_exhaust_bounded_retries_and_fail_the_run(api: Orche
     api.llm.script(Error(500), Error(500), Error(500), Text("never reached"))
     _, run = await api.turn("hi")
     assert run["status"] == "failed"
-    assert "model provider failed (500)" in run["error"] and "after 3 attempts" in run["error"]
+    assert "model provider failed. (500" in run["error"] and "after 3 attempts" in run["error"]
     assert len(api.llm.requests) == 3  # llm_max_retries=2
 
 

@@ -63,9 +63,13 @@ class Error:
 
 @dataclass
 class Raw:
-    """A 200 event stream whose body is sent verbatim (malformed chunk tests)."""
+    """A body sent verbatim: a 200 event stream by default (malformed chunks, other
+    providers' streams), or any status and type (other providers' error bodies)."""
 
     body: bytes
+    status: int = 200
+    content_type: str = "text/event-stream"
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -90,6 +94,7 @@ class FakeLLM:
         self.headers: list[dict[str, str]] = []  # each request's headers, lower-cased names
         self.handler_seconds: list[float] = []  # the fake model's own time per request
         self.peers: list[tuple[str, int]] = []  # each request's client address (keep-alive)
+        self.paths: list[str] = []  # each request's path and query
         self._queue: list[Response] = []
         self._responder = responder
         self._arrived = asyncio.Condition()
@@ -107,6 +112,7 @@ class FakeLLM:
         self.requests.clear()
         self.headers.clear()
         self.peers.clear()
+        self.paths.clear()
         self._queue.clear()
         self._responder = None
 
@@ -150,6 +156,8 @@ class FakeLLM:
         started = time.perf_counter()
         headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
         self.peers.append(tuple(scope.get("client") or ("", 0)))
+        query = scope.get("query_string", b"").decode()
+        self.paths.append(scope.get("path", "") + (f"?{query}" if query else ""))
         try:
             await self._serve(receive, send, headers)
         finally:
@@ -178,6 +186,12 @@ class FakeLLM:
             await send({"type": "http.response.start", "status": response.status, "headers": sent})
             await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
             return
+        if isinstance(response, Raw):
+            sent = [(b"content-type", response.content_type.encode())]
+            sent += [(k.encode(), v.encode()) for k, v in response.headers.items()]
+            await send({"type": "http.response.start", "status": response.status, "headers": sent})
+            await send({"type": "http.response.body", "body": response.body})
+            return
         await send(
             {
                 "type": "http.response.start",
@@ -185,9 +199,6 @@ class FakeLLM:
                 "headers": [(b"content-type", b"text/event-stream")],
             }
         )
-        if isinstance(response, Raw):
-            await send({"type": "http.response.body", "body": response.body})
-            return
         chunks = self._chunks(response, body.get("model", "fake-model"))
         if isinstance(response, Text) and response.pause > 0:  # tokens as a model emits them
             for chunk in chunks[:-1]:

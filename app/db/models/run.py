@@ -5,10 +5,12 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Boolean, ForeignKey, Index, String, Text, text
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, DateTimeUTC, JsonB
+
+NANO = 1_000_000_000  # cost_nanousd per USD
 
 
 class RunStatus(enum.StrEnum):
@@ -57,3 +59,24 @@ class Run(Base):
     # own push outbox entry, so a turn that pushes nothing writes nothing more
     # (app/push/events.py). Cleared when the sender fans it out.
     push_due: Mapped[bool | None] = mapped_column(Boolean, default=None)
+    # The run's model usage, summed over its model calls as the providers reported them
+    # (app/orchestrator/usage.py); None until its end. The cost in billionths of a USD, an
+    # integer (sums exactly; a float column's result processing on asyncpg needs the
+    # column's type code, which app/db/direct.py's prebuilt reads do not give): None, no
+    # price known.
+    input_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    output_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    cached_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    reasoning_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    cost_nanousd: Mapped[int | None] = mapped_column(BigInteger, default=None)
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """The usage columns as one object (the API's `RunRead.usage`; zeros if none)."""
+        return {
+            "input_tokens": self.input_tokens or 0,
+            "output_tokens": self.output_tokens or 0,
+            "cached_tokens": self.cached_tokens or 0,
+            "reasoning_tokens": self.reasoning_tokens or 0,
+            "cost_usd": None if self.cost_nanousd is None else self.cost_nanousd / NANO,
+        }

@@ -1,0 +1,161 @@
+"""litellm through its public API (`litellm.acompletion`, streaming) for the providers
+that do not speak OpenAI's format: Anthropic, Gemini, Bedrock, Azure, Vertex…
+
+Its chunks already have OpenAI's shape; its exceptions are reduced to the provider's
+status, type and message (errors.from_status), never shown as litellm's own text.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import httpx
+
+# OpenAI-format calls that do go through litellm (LLM_FAST_STREAM=false) use its own HTTP
+# handler, not the `openai` SDK: same as our client on malformed lines (skipped) and
+# error objects in the stream (the provider's error), and ~2.5 ms less CPU per call.
+os.environ.setdefault("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", "True")
+
+import litellm  # after the switch above: litellm reads it at import
+
+from app.orchestrator.door.errors import (
+    LLMError,
+    body_in_text,
+    from_status,
+    retry_after_seconds,
+    scrub,
+)
+from app.orchestrator.door.types import ModelCall
+
+# litellm 1.110's TypedDicts use `ReadOnly`: pydantic warns once per type when it first
+# builds one (on a first call), a dozen lines in the server's log that say nothing to us.
+warnings.filterwarnings("ignore", message=r"Items? .* (is|are) using the `ReadOnly` qualifier")
+litellm.suppress_debug_info = True
+litellm.telemetry = False
+logging.getLogger("LiteLLM").setLevel(logging.WARNING)  # no line per call
+
+LOST = "The connection to the model provider was lost mid-answer."
+
+
+class LiteLLMClient:
+    """`ModelClient` through `litellm.acompletion`."""
+
+    async def open(self, call: ModelCall) -> AsyncIterator[list[Any]]:
+        target = call.target
+        params: dict[str, Any] = {
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_retries": 0,  # the door retries, with its own backoff
+            "timeout": target.timeout,
+        }
+        if call.response_format is not None:
+            params["response_format"] = call.response_format
+        if target.api_base:
+            params["api_base"] = target.api_base
+        if target.api_key:
+            params["api_key"] = target.api_key
+        if target.headers:
+            params["extra_headers"] = dict(target.headers)
+        if call.tools:
+            params["tools"] = call.tools
+        model = target.wire_model or target.model
+        try:
+            stream = await litellm.acompletion(model=model, messages=call.messages, **params)
+        except Exception as exc:
+            raise map_error(exc, target.api_key) from exc
+        return _batches(stream, target.api_key)
+
+
+async def _batches(stream: Any, key: str | None) -> AsyncIterator[list[Any]]:
+    """A batch per chunk; a failure mid-stream is mapped like one at the start."""
+    try:
+        async for chunk in stream:
+            yield [chunk]
+    except Exception as exc:
+        raise map_error(exc, key) from exc
+
+
+def map_error(exc: Exception, key: str | None = None) -> LLMError:
+    """A litellm exception as the provider's error (status, type, message)."""
+    if isinstance(exc, LLMError):
+        return exc
+    if _transport_failed(exc):
+        return LLMError("connection", LOST if _mid_stream(exc) else _unreachable(exc, key))
+    if isinstance(exc, litellm.Timeout | TimeoutError) or "timeout" in type(exc).__name__.lower():
+        return LLMError("timeout", "The model did not answer in time.")
+    status = _status(exc)
+    text = scrub(str(getattr(exc, "message", None) or exc), key)
+    found = body_in_text(text)
+    if found is not None:
+        error_type, message, body_status = found
+        status = status if status not in {None, 500} or not body_status else body_status
+    else:
+        error_type, message = None, text.split(" - ", 1)[-1]
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        message = "context length exceeded: " + message
+    if isinstance(exc, litellm.APIConnectionError) and status in {None, 500} and not found:
+        return LLMError("connection", _unreachable(exc, key))
+    retry_after = retry_after_seconds(_answer_headers(exc))
+    return from_status(status, error_type, message, retry_after=retry_after)
+
+
+def _status(exc: Exception) -> int | None:
+    """The HTTP status the provider answered: the wrapped httpx error's (litellm reports
+    some, e.g. Anthropic's 529, as a 500 of its own), else litellm's `status_code`."""
+    for cause in _causes(exc):
+        if isinstance(cause, httpx.HTTPStatusError):
+            return cause.response.status_code
+    response = getattr(exc, "response", None)
+    for value in (getattr(response, "status_code", None), getattr(exc, "status_code", None)):
+        if isinstance(value, int) and 100 <= value < 600:
+            return value
+    return None
+
+
+def _answer_headers(exc: Exception) -> Any:
+    """The provider's response headers (for retry-after), wherever litellm kept them."""
+    for cause in _causes(exc):
+        if isinstance(cause, httpx.HTTPStatusError):
+            return cause.response.headers
+    return getattr(exc, "litellm_response_headers", None) or getattr(
+        getattr(exc, "response", None), "headers", None
+    )
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exception and what it wraps (litellm keeps the original on `original_exception`)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain and len(chain) < 20:
+        chain.append(current)
+        wrapped = getattr(current, "original_exception", None)
+        if not isinstance(wrapped, BaseException):
+            wrapped = current.__cause__ or current.__context__
+        current = wrapped
+    return chain
+
+
+def _transport_failed(exc: BaseException) -> bool:
+    """Did the connection itself fail (refused, reset, closed mid-body)?"""
+    return any(
+        isinstance(cause, httpx.TransportError | aiohttp.ClientError | ConnectionError)
+        and not isinstance(cause, httpx.TimeoutException | TimeoutError)
+        for cause in _causes(exc)
+    )
+
+
+def _mid_stream(exc: BaseException) -> bool:
+    """A body that broke off (not a connection never made)."""
+    return any(
+        isinstance(cause, httpx.RemoteProtocolError | httpx.ReadError | aiohttp.ClientPayloadError)
+        for cause in _causes(exc)
+    )
+
+
+def _unreachable(exc: BaseException, key: str | None) -> str:
+    return "Could not reach the model provider: " + scrub(str(exc).split(" - ", 1)[-1], key)[:300]
