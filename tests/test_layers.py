@@ -65,8 +65,8 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
     assert "app.realtime.events" in names and "app.orchestrator" in names
 
 
-# Cycles known and being removed, each with its reason (issue 24: sqlite_driver.py goes).
-KNOWN_CYCLES = {frozenset({"app.db", "app.db.sqlite_driver"})}
+# Cycles known and being removed, each with its reason: none.
+KNOWN_CYCLES: set[frozenset[str]] = set()
 
 
 def module_level_imports(path: Path) -> set[str]:

@@ -22,8 +22,7 @@ the AST of every app/**/*.py (the classes themselves are imported to read their 
 Exceptions are listed below with their reason; a single-use one that no longer matches,
 or a file exception whose file is gone, fails the test so the list cannot rot.
 
-A second test: app's modules have no import cycle (module-level imports only; imports
-inside functions or under `if TYPE_CHECKING:` run later or never, and break no import).
+Import cycles have their own test (tests/test_layers.py).
 """
 
 from __future__ import annotations
@@ -41,33 +40,14 @@ ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app"
 
 # -- exceptions ----------------------------------------------------------------------------
-# Whole files still on private ground, being rewritten on other branches. The lead deletes
-# each entry when merging the branch named (an entry whose file is gone fails the test).
-# Files without a finding of this rule today (rows.py, sqlite_checkpoints.py, writer.py,
-# llm_wire.py) stay listed until their branch lands: issue 24 names them (`__dict__`
-# writes, direct.py's paths), and a rewrite must pass this rule without them.
-TEMPORARY_FILES: dict[str, str] = {
-    # issue 24 items 1-2, "Core in, Structs out" and the stock aiosqlite dialect
-    "app/db/direct.py": "TEMPORARY: removed by branch db (compiler privates, asyncpg cursor)",
-    "app/db/rows.py": "TEMPORARY: removed by branch db (ORM rows built through __dict__)",
-    "app/db/sqlite_driver.py": "TEMPORARY: removed by branch db (aiosqlite/adapter privates)",
-    "app/db/sqlite_checkpoints.py": "TEMPORARY: removed by branch db (aiosqlite's connection)",
-    "app/threads/writer.py": "TEMPORARY: removed by branch db (direct.py's write paths)",
-    # the model door's own issue: a provider seam instead of litellm's private registry
-    "app/orchestrator/llm.py": "TEMPORARY: removed by branch door (litellm._custom_providers)",
-    "app/orchestrator/llm_wire.py": "TEMPORARY: removed by branch door (rewritten with llm.py)",
-}
+# Whole files still on private ground, each with its reason (an entry whose file is gone
+# fails the test): none.
+TEMPORARY_FILES: dict[str, str] = {}
 
 # Single uses outside those files, as (file, source text of the import or attribute): none.
 ALLOWED: dict[tuple[str, str], str] = {}
 
-# Import cycles (sets of modules) being broken on other branches; the lead deletes each
-# entry when merging the branch named.
-# (orchestrator/tool_calls.py <-> delegation.py, issue 24 item 6 on branch runloop, is not
-# one of them: delegation imports tool_calls only under TYPE_CHECKING.)
-TEMPORARY_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"app.db", "app.db.sqlite_driver"}): "TEMPORARY: removed by branch db",
-}
+# (Import cycles: tests/test_layers.py.)
 
 
 # -- reading app -----------------------------------------------------------------------------
@@ -307,107 +287,3 @@ def test_the_rule_sees_each_kind_of_private_use() -> None:
             "litellm._custom_providers",
         ]
     )
-
-
-# -- import cycles ---------------------------------------------------------------------------
-def module_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Imports run when the module is imported: not in functions, not under TYPE_CHECKING."""
-
-    def walk(statements: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-        for statement in statements:
-            if isinstance(statement, ast.Import | ast.ImportFrom):
-                yield statement
-            elif isinstance(statement, ast.If):
-                test = statement.test
-                checking = (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-                    isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-                )
-                if not checking:
-                    yield from walk(statement.body)
-                yield from walk(statement.orelse)
-            elif isinstance(statement, ast.Try):
-                for block in (statement.body, statement.orelse, statement.finalbody):
-                    yield from walk(block)
-                for handler in statement.handlers:
-                    yield from walk(handler.body)
-            elif isinstance(statement, ast.With | ast.ClassDef):
-                yield from walk(statement.body)
-
-    yield from walk(tree.body)
-
-
-def import_graph() -> dict[str, set[str]]:
-    modules = {module_name(path): path for path in app_files()}
-    graph: dict[str, set[str]] = {name: set() for name in modules}
-    for name, path in modules.items():
-        for node in module_level_imports(ast.parse(path.read_text())):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif node.level == 0 and node.module:
-                targets = [node.module]
-                # `from app.db import models` imports the module app.db.models
-                targets += [f"{node.module}.{alias.name}" for alias in node.names]
-            graph[name] |= {t for t in targets if t in modules and t != name}
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
-    """Strongly connected components of more than one module (Tarjan's algorithm)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[frozenset[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for successor in sorted(graph[node]):
-            if successor not in index:
-                visit(successor)
-                low[node] = min(low[node], low[successor])
-            elif successor in on_stack:
-                low[node] = min(low[node], index[successor])
-        if low[node] == index[node]:
-            component = set()
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.add(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(frozenset(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
-
-
-def test_app_has_no_import_cycles() -> None:
-    found = cycles(import_graph())
-    unexpected = [sorted(cycle) for cycle in found if cycle not in TEMPORARY_CYCLES]
-    assert unexpected == [], "modules that import each other (at module level)"
-    stale = [sorted(cycle) for cycle in TEMPORARY_CYCLES if cycle not in found]
-    assert stale == [], "cycles that are gone: delete their exceptions"
-
-
-def test_the_cycle_check_sees_a_cycle_and_skips_deferred_imports() -> None:
-    tree = ast.parse(
-        textwrap.dedent(
-            """
-            from typing import TYPE_CHECKING
-            from app.a import x
-            if TYPE_CHECKING:
-                from app.b import y
-            def f():
-                from app.c import z
-            """
-        )
-    )
-    modules = [getattr(n, "module", None) for n in module_level_imports(tree)]
-    assert modules == ["typing", "app.a"]
-    assert cycles({"a": {"b"}, "b": {"a", "c"}, "c": set()}) == [frozenset({"a", "b"})]
