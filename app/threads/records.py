@@ -17,6 +17,8 @@ from uuid import UUID
 
 import msgspec
 
+from app.db.models.run import usage_of
+
 
 class StoredMessage(msgspec.Struct, kw_only=True):
     """A `thread_messages` row as stored (the writer keeps it current after updates)."""
@@ -54,8 +56,17 @@ class StoredRun(msgspec.Struct, kw_only=True):
     lease_owner: str | None
     lease_expires_at: datetime | None
     push_due: bool | None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost_nanousd: int | None = None
     created_at: datetime
     updated_at: datetime
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        return usage_of(self)
 
 
 _RUN_FIELDS = frozenset(StoredRun.__struct_fields__)

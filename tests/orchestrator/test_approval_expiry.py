@@ -27,7 +27,12 @@ async def test_unanswered_approval_expires(api: OrchestratorApi) -> None:
     assert activity["status"] == "failure" and activity["error_type"] == "timeout"
     assert activity["error"] == "No one decided in time."
     told = json.loads((await api.tool_messages(thread_id))[0]["content"])
-    assert told == {"ok": False, "error": "No one decided in time.", "error_type": "timeout"}
+    assert told == {
+        "type": "error",
+        "ok": False,
+        "error": "No one decided in time.",
+        "error_type": "timeout",
+    }
     late = await api.client.post(
         f"/api/threads/{thread_id}/messages/{message['id']}/approval",
         json={"approve": True},

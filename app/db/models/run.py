@@ -72,11 +72,16 @@ class Run(Base):
 
     @property
     def usage(self) -> dict[str, Any]:
-        """The usage columns as one object (the API's `RunRead.usage`; zeros if none)."""
-        return {
-            "input_tokens": self.input_tokens or 0,
-            "output_tokens": self.output_tokens or 0,
-            "cached_tokens": self.cached_tokens or 0,
-            "reasoning_tokens": self.reasoning_tokens or 0,
-            "cost_usd": None if self.cost_nanousd is None else self.cost_nanousd / NANO,
-        }
+        return usage_of(self)
+
+
+def usage_of(run: Any) -> dict[str, Any]:
+    """A run's usage columns as one object (the API's `RunRead.usage`; zeros if none), of
+    an ORM run or a stored one (app/threads/records.py)."""
+    return {
+        "input_tokens": run.input_tokens or 0,
+        "output_tokens": run.output_tokens or 0,
+        "cached_tokens": run.cached_tokens or 0,
+        "reasoning_tokens": run.reasoning_tokens or 0,
+        "cost_usd": None if run.cost_nanousd is None else run.cost_nanousd / NANO,
+    }
