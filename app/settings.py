@@ -276,8 +276,15 @@ class Settings:
         Meta(description="APNs environment of Live Activity tokens (devices say their own)"),
     ] = "production"
     apns_base_url: Annotated[
-        str | None, Meta(description="send every push to this URL instead of Apple's (tests)")
+        str | None,
+        Meta(description="send every push to this URL, whatever its environment (tests)"),
     ] = None
+    apns_sandbox_base_url: Annotated[
+        str, Meta(description="APNs endpoint of sandbox tokens (debug builds)")
+    ] = "https://api.sandbox.push.apple.com"
+    apns_production_base_url: Annotated[
+        str, Meta(description="APNs endpoint of production tokens")
+    ] = "https://api.push.apple.com"
     apns_ca_file: Annotated[
         str | None, Meta(description="CA bundle that verifies the APNs server (tests)")
     ] = None

@@ -105,6 +105,8 @@ DEFAULTS = {
     "apns_topic": None,
     "apns_environment": "production",
     "apns_base_url": None,
+    "apns_sandbox_base_url": "https://api.sandbox.push.apple.com",
+    "apns_production_base_url": "https://api.push.apple.com",
     "apns_ca_file": None,
     "push_retry_base_seconds": 2.0,
     "push_max_attempts": 8,

@@ -21,10 +21,6 @@ import msgspec
 
 from app.settings import Settings
 
-HOSTS = {
-    "production": "https://api.push.apple.com",
-    "sandbox": "https://api.sandbox.push.apple.com",
-}
 TOKEN_LIFETIME_SECONDS = 50 * 60
 _encode = msgspec.json.Encoder().encode
 # 400 reasons that say the token itself is bad: the device goes, as on a 410.
@@ -88,7 +84,11 @@ class ApnsClient:
         assert settings.push_enabled
         key = Path(settings.apns_key_file or "").read_text()
         self._jwt = ProviderToken(key, settings.apns_key_id or "", settings.apns_team_id or "")
-        self._base_url = settings.apns_base_url
+        # each token goes to its own environment's endpoint (APNS_BASE_URL: one for all)
+        self._endpoints = {
+            "sandbox": settings.apns_base_url or settings.apns_sandbox_base_url,
+            "production": settings.apns_base_url or settings.apns_production_base_url,
+        }
         verify: ssl.SSLContext | bool = True
         if settings.apns_ca_file:
             verify = ssl.create_default_context(cafile=settings.apns_ca_file)
@@ -100,7 +100,7 @@ class ApnsClient:
         await self._http.aclose()
 
     def _url(self, note: Notification) -> str:
-        base = self._base_url or HOSTS.get(note.environment, HOSTS["production"])
+        base = self._endpoints.get(note.environment, self._endpoints["production"])
         return f"{base.rstrip('/')}/3/device/{note.token}"
 
     def _headers(self, note: Notification) -> dict[str, str]:
