@@ -2,13 +2,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from litestar import Controller, get
+from litestar import Controller, Request, get
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SECURITY
 from app.db.models import User
-from app.lib.problems import problems
+from app.lib.problems import ProblemException, problems
 from app.settings import Settings
 from app.usage.budget import budget_of, has_budget, month_bounds
 from app.usage.repository import usage_since
@@ -23,6 +23,7 @@ class UsageController(Controller):
     @get("/", operation_id="GetMyUsage", responses=problems())
     async def get_my_usage(
         self,
+        request: Request,
         db_session: AsyncSession,
         current_user: User,
         settings: Settings,
@@ -33,6 +34,7 @@ class UsageController(Controller):
         ),
     ) -> UsageRead:
         """Tokens and cost of your runs' model calls since `since`, and your monthly budget."""
+        _refuse_a_number(request.query_params.get("since"))
         now = datetime.now(UTC)
         start = (since.replace(tzinfo=since.tzinfo or UTC)) if since else month_bounds(now)[0]
         totals = await usage_since(db_session, current_user.id, start)
@@ -49,4 +51,15 @@ class UsageController(Controller):
             reasoning_tokens=totals.reasoning_tokens,
             cost_usd=totals.cost_usd,
             budget=budget,
+        )
+
+
+def _refuse_a_number(raw: str | None) -> None:
+    """`since` is an ISO 8601 date-time, as the spec says: the query decoder would also
+    read a bare number as seconds since 1970, which no client means."""
+    if raw is not None and raw.strip().lstrip("+-").replace(".", "", 1).isdigit():
+        raise ProblemException(
+            400,
+            "since must be an ISO 8601 date-time, e.g. 2026-11-01T00:00:00Z.",
+            errors=[{"field": "since", "message": "not a date-time", "source": "query"}],
         )
