@@ -33,6 +33,10 @@ FOREIGN_ID_ATTEMPTS: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", f"{T}/messages/{{message_id}}/result", {"output": {}}),
     ("POST", f"{T}/live-activity", {"push_token": "ab" * 32}),
     ("DELETE", "/api/devices/{device_id}", None),
+    ("POST", f"{T}/runs/{{run_id}}/live-activity", {"push_token": "ef" * 32}),
+    ("POST", "/api/live-activities/{activity_id}/end", {"content_state": {"status": "completed"}}),
+    ("DELETE", "/api/live-activities/{activity_id}", None),
+    ("DELETE", "/api/live-activities/push-to-start/{token_id}", None),
 ]
 
 
@@ -57,7 +61,17 @@ async def test_foreign_ids_answer_404(
     await db.commit()
     device = {"token": "cd" * 32, "environment": "sandbox", "bundle_id": "com.example.app"}
     registered = await client.post("/api/devices", json=device, headers=bob.headers)
+    activity = await client.post(
+        f"/api/threads/{thread['id']}/live-activity",
+        json={"push_token": "12" * 32},
+        headers=bob.headers,
+    )
+    start_token = await client.post(
+        "/api/live-activities/push-to-start", json={"push_token": "34" * 32}, headers=bob.headers
+    )
     ids = {
+        "activity_id": activity.json()["id"],
+        "token_id": start_token.json()["id"],
         "device_id": registered.json()["id"],
         "thread_id": thread["id"],
         "message_id": posted["message"]["id"],
