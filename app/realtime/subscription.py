@@ -54,7 +54,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 _encode = msgspec.json.Encoder().encode
-PAGE_SIZE = 200
+# A page's rows are turned into frames on the event loop in one stretch, during which every
+# other socket and run of the process waits: a small page keeps that stretch short
+# (`bench.looplag`, back-fill of a long thread).
+PAGE_SIZE = 50
 PROBE_TIMEOUT = 5.0
 
 
