@@ -97,8 +97,8 @@ class TurnRules:
 
     spec: LoopSpec
     budget: int
+    approval_seconds: float
     max_depth: int = 1
-    approval_seconds: float = 600.0
 
 
 def plan_turn(

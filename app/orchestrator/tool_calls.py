@@ -101,8 +101,8 @@ class ToolCallRunner:
         rules = TurnRules(
             spec,
             spec.config.tool_call_budget,
-            settings.delegation_max_depth,
             approval_seconds=settings.approval_ttl_seconds,
+            max_depth=settings.delegation_max_depth,
         )
         planned = plan_turn(turn.tool_calls, rules, self.state, step_id=step_id, refused=refused)
         recorded = await self._record(spec, turn, planned)

@@ -8,7 +8,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SECURITY
 from app.db.models import User
-from app.lib.problems import ProblemException, problems
+from app.lib.problems import problems
+from app.lib.query_params import require_iso_datetime
 from app.settings import Settings
 from app.usage.budget import budget_of, has_budget, month_bounds
 from app.usage.repository import usage_since
@@ -34,7 +35,7 @@ class UsageController(Controller):
         ),
     ) -> UsageRead:
         """Tokens and cost of your runs' model calls since `since`, and your monthly budget."""
-        _refuse_a_number(request.query_params.get("since"))
+        require_iso_datetime(request.query_params, "since")
         now = datetime.now(UTC)
         start = (since.replace(tzinfo=since.tzinfo or UTC)) if since else month_bounds(now)[0]
         totals = await usage_since(db_session, current_user.id, start)
@@ -51,15 +52,4 @@ class UsageController(Controller):
             reasoning_tokens=totals.reasoning_tokens,
             cost_usd=totals.cost_usd,
             budget=budget,
-        )
-
-
-def _refuse_a_number(raw: str | None) -> None:
-    """`since` is an ISO 8601 date-time, as the spec says: the query decoder would also
-    read a bare number as seconds since 1970, which no client means."""
-    if raw is not None and raw.strip().lstrip("+-").replace(".", "", 1).isdigit():
-        raise ProblemException(
-            400,
-            "since must be an ISO 8601 date-time, e.g. 2026-11-01T00:00:00Z.",
-            errors=[{"field": "since", "message": "not a date-time", "source": "query"}],
         )

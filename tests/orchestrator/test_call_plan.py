@@ -56,7 +56,9 @@ def _plan(
         allowed=["memory"],
         delegates={"ask_cook": Agent(name="cook")},
     )
-    return plan_turn(_calls(*calls), TurnRules(spec, budget), state or _state(), **rules)
+    return plan_turn(
+        _calls(*calls), TurnRules(spec, budget, approval_seconds=600.0), state or _state(), **rules
+    )
 
 
 def test_each_case_has_its_kind() -> None:
