@@ -31,11 +31,11 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.agents.delegates import delegate_definition
 from app.db.models import ThreadMessage
 from app.memories import services as memories
 from app.orchestrator import plan_draft
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
-from app.orchestrator.delegation import delegate_definition
 from app.orchestrator.llm import LLMError, context_window, fit_to_context, stream_turn
 from app.threads import activity as cell
 from app.threads import plan as cells

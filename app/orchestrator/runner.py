@@ -27,14 +27,11 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.agents.delegates import delegate_definition, delegates_for
 from app.db.models import Agent, Run, RunStatus
-from app.orchestrator import delegation, planner, runs, usage
+from app.orchestrator import planner, runs, usage
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
-from app.orchestrator.delegation import (
-    FALLBACK_TYPE,
-    Outcome,
-    delegates_for,
-)
+from app.orchestrator.delegation import FALLBACK_TYPE, Outcome
 from app.orchestrator.history import load_history
 from app.orchestrator.llm import LLMError, ModelTurn, context_window, fit_to_context, stream_turn
 from app.orchestrator.outage import (
@@ -200,7 +197,7 @@ class RunExecution:
             _function_definitions(tuple(spec.allowed), get_registry().generation)
         )
         offered = spec.delegates.items()
-        return tools + [delegation.delegate_definition(name, agent) for name, agent in offered]
+        return tools + [delegate_definition(name, agent) for name, agent in offered]
 
     async def _loop(
         self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 from typing import Literal
+from uuid import UUID
 
 import msgspec
 from litestar import Controller, get
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SECURITY
-from app.db.models import User
+from app.agents.delegates import ASK_PARAMETERS, delegates_for, describe
+from app.agents.services import specialists_of
+from app.db.models import Agent, User
 from app.lib.problems import problems
 from app.lib.schema import Schema
+from app.settings import Settings
 from app.tools.registry import ToolCatalogEntry, get_registry
-from app.tools.toolsets import agent_types_offering
+from app.tools.toolsets import agent_types, agent_types_offering
 
 
 class ToolRead(Schema):
@@ -34,10 +39,13 @@ class ToolRead(Schema):
     # app posts the output (validated against `result_schema`) to …/messages/{id}/result.
     # "mcp": a remote MCP server (`mcp_server`) runs it; its cell's `data` on success is
     # `{type: "mcp_result", server, tool, structured_content?, text?}`.
-    executor: Literal["server", "device", "mcp"] = "server"
+    # "agent": one of your enabled specialist agents (`agent_id`), asked as `ask_<name>`
+    # by the agent types that delegate; its cell's `data` is `{answer, agent_name}`.
+    executor: Literal["server", "device", "mcp", "agent"] = "server"
     timeout_seconds: float = 30
     result_schema: dict[str, object] = {}  # device tools; {} for server tools
     mcp_server: str | None = None  # executor "mcp": the server's name in the agent-types file
+    agent_id: UUID | None = None  # executor "agent": the specialist asked
 
 
 class ToolList(Schema):
@@ -50,12 +58,40 @@ def tool_read(entry: ToolCatalogEntry) -> ToolRead:
     return msgspec.convert({**fields, "agent_types": agent_types_offering(entry.name)}, ToolRead)
 
 
+def ask_read(name: str, agent: Agent, settings: Settings) -> ToolRead:
+    """A specialist as the tool delegating agents call (app/agents/delegates.py)."""
+    delegating = [type_ for type_, config in agent_types().items() if config.delegation]
+    return ToolRead(
+        name=name,
+        description=describe(agent),
+        actions=[],
+        parameters=ASK_PARAMETERS,
+        params_hint="message",
+        is_user_facing=True,
+        requires_confirmation=False,
+        confirmation_actions=[],
+        non_user_facing_actions=[],
+        agent_types=delegating,
+        result_schemas={},
+        executor="agent",
+        timeout_seconds=settings.delegation_timeout_seconds,
+        agent_id=agent.id,
+    )
+
+
 class ToolController(Controller):
     path = "/api/tools"
     tags = ["tools"]
     security = SECURITY
 
     @get("/", operation_id="ListTools", responses=problems())
-    async def list_tools(self, current_user: User) -> ToolList:
-        """Every tool: its actions, parameters (JSON Schema) and how the app shows it."""
-        return ToolList(items=[tool_read(e) for e in get_registry().catalog()])
+    async def list_tools(
+        self, db_session: AsyncSession, current_user: User, settings: Settings
+    ) -> ToolList:
+        """Every tool: its actions, parameters (JSON Schema) and how the app shows it; then
+        the `ask_*` tool of each of your enabled specialist agents."""
+        specialists = await specialists_of(db_session, current_user)
+        asks = [
+            ask_read(name, agent, settings) for name, agent in delegates_for(specialists)[0].items()
+        ]
+        return ToolList(items=[*(tool_read(e) for e in get_registry().catalog()), *asks])
