@@ -92,8 +92,17 @@ class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
             exc.detail, error_type_for_status(exc.status_code), suggestion, **details
         )
 
-    def as_duplicate(self) -> ToolResult:
-        return msgspec.structs.replace(self, duplicate=True)
+    def as_duplicate(self, of: str = "") -> ToolResult:
+        """The result of the call `of`, answering an identical later call: a success's
+        `data.duplicate_of` names it and its cell says so (it did not run again)."""
+        if not self.ok or not of:
+            return msgspec.structs.replace(self, duplicate=True)
+        said = f"Duplicate of {of}, not run again"
+        shown = f"{said}: {self.display_message}" if self.display_message else said
+        data = {**(self.data or {}), "duplicate_of": of}
+        return msgspec.structs.replace(
+            self, duplicate=True, data=data, display_message=shown, preview=None
+        )
 
     def to_model_content(self) -> str:
         """Compact JSON for the tool message the model reads next."""

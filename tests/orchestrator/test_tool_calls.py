@@ -104,6 +104,37 @@ async def test_identical_calls_are_answered_once_and_the_loop_is_stopped(
     assert _results(api, 2)[-1]["duplicate"] is True
 
 
+async def test_identical_calls_of_a_turn_show_as_duplicates_of_the_first(
+    api: OrchestratorApi,
+) -> None:
+    """Three identical creates: one task, one "Created" cell, two cells that name the call
+    that answered them (`data.duplicate_of`) and say so."""
+    same = {"action": "create", "title": "Buy milk"}
+    api.llm.script(
+        ToolCalls(
+            Call("tasks", same, id="c1"), Call("tasks", same, id="c2"), Call("tasks", same, id="c3")
+        ),
+        Text("Created it."),
+    )
+    thread_id, run = await api.turn("remind me to buy milk")
+    assert run["status"] == "completed", run
+    first, *repeats = [m["tool_activity"] for m in await api.tool_messages(thread_id)]
+    assert first["status"] == "success" and "duplicate_of" not in first["data"]
+    assert first["display_message"].startswith("Created")
+    for repeat in repeats:
+        assert repeat["status"] == "success"
+        assert repeat["data"]["duplicate_of"] == "c1"
+        assert repeat["data"]["task_id"] == first["data"]["task_id"]
+        assert repeat["display_message"] == (
+            f"Duplicate of c1, not run again: {first['display_message']}"
+        )
+    tasks = (await api.client.get("/api/tasks", headers=api.headers)).json()["items"]
+    assert [t["title"] for t in tasks] == ["Buy milk"]
+    read = _results(api)
+    assert "duplicate_of" not in read[0]
+    assert read[1]["duplicate_of"] == "c1" and read[1]["duplicate"] is True
+
+
 async def test_step_limit_ends_a_runaway_loop_with_a_clear_note(api: OrchestratorApi) -> None:
     api.llm.script(
         *[ToolCalls(Call("test_echo", {"action": "echo", "text": f"n{i}"})) for i in range(10)]
