@@ -46,7 +46,8 @@ from app.threads import repository
 from app.tools.base import ToolResult
 from app.tools.executor import bare_call_arguments
 from app.tools.registry import get_registry
-from app.tools.toolsets import effective_tools, get_agent_type
+from app.tools.toolsets import effective_tools, get_agent_type, known_tool_names
+from app.tools.validation import not_allowed
 
 logger = logging.getLogger(__name__)
 
@@ -267,12 +268,18 @@ class RunExecution:
         a call that cannot be made (`refused`, by index) fails with the reason."""
         calls, refused = [], {}
         for index, item in enumerate(state.options["tool_calls"]):
-            if isinstance(item, str):  # by name alone: its no-argument action, or an error
-                name, args = item, bare_call_arguments(item)
+            name = item if isinstance(item, str) else item.get("name", "")
+            given = {} if isinstance(item, str) else item.get("args") or {}
+            if _outside_allow_list(name, spec):
+                args: dict[str, Any] | ToolResult = not_allowed(
+                    name, [*spec.allowed, *spec.delegates]
+                )
+            elif isinstance(item, str):  # by name alone: its no-argument action, or an error
+                args = bare_call_arguments(item)
             else:
-                name, args = item.get("name", ""), item.get("args") or {}
+                args = given
             if isinstance(args, ToolResult):
-                refused[index], args = args, {}
+                refused[index], args = args, given
             calls.append(
                 {
                     "id": f"call_pre_{secrets.token_hex(6)}",
@@ -320,3 +327,11 @@ def _function_definitions(names: tuple[str, ...], generation: tuple[int, ...] = 
     """Generating JSON Schemas takes milliseconds; builtin tools do not change in a process,
     MCP servers' tools may (`generation` changes with them: app/tools/mcp/catalog.py)."""
     return msgspec.json.encode(get_registry().function_definitions(names))
+
+
+def _outside_allow_list(name: str, spec: LoopSpec) -> bool:
+    """A tool that exists but that this run may not use (the request's `tools`, the
+    agent's toolset): refused as not allowed, not as unknown."""
+    if name in spec.allowed or name in spec.delegates:
+        return False
+    return name in known_tool_names() or name in spec.disabled_delegates

@@ -54,9 +54,7 @@ class ToolCallCache:
         """An identical call was made (or is running) and its result is kept for repeats."""
         return key in self._entries
 
-    def claim(
-        self, key: tuple[str, bytes], call_id: str = ""
-    ) -> asyncio.Future[ToolResult] | None:
+    def claim(self, key: tuple[str, bytes], call_id: str = "") -> asyncio.Future[ToolResult] | None:
         """The earlier call's future, or None after reserving the key for the call `call_id`."""
         existing = self._entries.get(key)
         if existing is not None:
