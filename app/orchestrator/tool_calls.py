@@ -41,6 +41,7 @@ from app.threads.writer import create_messages, creates_alone, update_message
 from app.tools.base import ToolContext, ToolResult
 from app.tools.events import FanOutToolEvents, LoggingToolEvents
 from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, with_preview
+from app.tools.preview import call_signature
 from app.tools.unit import CallUnit
 
 logger = logging.getLogger(__name__)
@@ -150,8 +151,9 @@ class ToolCallRunner:
             result = ToolResult.failure(SAFE_SYSTEM_ERROR, "system_error")
         if result is None:  # answered elsewhere (approval denied, device result, expiry): written
             return CallOutcome(call, flight.message, flight.message.content or "", None)
-        await self._finish(flight, result)
-        return CallOutcome(call, flight.message, result.to_model_content(), result)
+        content = result.to_model_content(call_signature(call.name, call.input))
+        await self._finish(flight, result, content)
+        return CallOutcome(call, flight.message, content, result)
 
     async def _dispatch(
         self, spec: LoopSpec, call: PlannedCall, flight: _InFlight
@@ -236,7 +238,7 @@ class ToolCallRunner:
             interval=settings.tool_flush_seconds,
         )
 
-    async def _finish(self, flight: _InFlight, result: ToolResult) -> None:
+    async def _finish(self, flight: _InFlight, result: ToolResult, content: str) -> None:
         """The cell's final state, in one transaction with the call's own writes when it
         succeeded; a failed call's writes are rolled back (the model was told it failed)."""
         latest = await flight.stream.settled() if flight.stream is not None else None
@@ -248,7 +250,7 @@ class ToolCallRunner:
             flight,
             session=unit,
             tool_activity=cell.finished(latest or flight.message.tool_activity, result),
-            content=result.to_model_content(),
+            content=content,
         )
 
     def _discard_unit(self, flight: _InFlight) -> None:

@@ -104,13 +104,15 @@ class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
             self, duplicate=True, data=data, display_message=shown, preview=None
         )
 
-    def to_model_content(self) -> str:
-        """Compact JSON for the tool message the model reads next."""
+    def to_model_content(self, call: str | None = None) -> str:
+        """Compact JSON for the tool message the model reads next; an error starts with
+        `call` (preview.call_signature: `tasks(action=create, title="…"): …`)."""
         if self.ok:
             shown = self.model_data if self.model_data is not None else self.data
             body: dict[str, Any] = {"ok": True, **(shown or {})}
         else:
-            body = {"type": "error", "ok": False, "error": self.error}
+            error = f"{call}: {self.error}" if call else self.error
+            body = {"type": "error", "ok": False, "error": error}
             body["error_type"] = self.error_type
             if self.suggestion:
                 body["suggestion"] = self.suggestion

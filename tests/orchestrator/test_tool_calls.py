@@ -87,6 +87,16 @@ async def test_bad_calls_get_self_correcting_errors_and_do_not_sink_the_others(
     assert results[1]["error_type"] == "validation_error" and "title" in json.dumps(results[1])
     assert "test_echo" in results[2]["available_tools"]
     assert results[5] == {"ok": True, "text": "fine"}
+    # each error the model reads starts with the call it answers; the cell's error does not
+    assert [r["error"].partition(": ")[0] for r in results[:5]] == [
+        "tasks(…)",
+        "tasks(action=create)",
+        "no_such_tool(x=1)",
+        'test_raise(action=boom, text="x")',
+        "test_timeout(action=wait, seconds=5.0)",  # as parsed: a float parameter
+    ]
+    assert results[1]["error"] == "tasks(action=create): title is required for create action."
+    assert activities[1]["error"] == "title is required for create action."
 
 
 async def test_identical_calls_are_answered_once_and_the_loop_is_stopped(
