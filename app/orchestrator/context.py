@@ -136,6 +136,8 @@ class LoopSpec:
     disabled_delegates: frozenset[str] = frozenset()  # asking them: "currently disabled"
     depth: int = 0  # 0: the run's agent; n: a specialist asked through n delegations
     chain: tuple[UUID, ...] = ()  # the agents that asked, down to this one (never re-asked)
+    # A specialist's text as it streams: the output of the ask_* cell that asked it.
+    on_text: Callable[[str], Awaitable[None]] | None = None
 
     @property
     def writes_text(self) -> bool:

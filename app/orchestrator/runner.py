@@ -232,8 +232,8 @@ class RunExecution:
     async def _model_turn(
         self, spec: LoopSpec, target: Any, prompt: list[dict[str, Any]], tools: Any
     ) -> ModelTurn:
-        if not spec.writes_text:
-            return await stream_turn(target, prompt, tools, _ignore_text)
+        if not spec.writes_text:  # a specialist's text streams into its ask_* cell
+            return await stream_turn(target, prompt, tools, spec.on_text or _ignore_text)
         self.reply.start()
         try:
             return await stream_turn(target, prompt, tools, self.reply.append)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -39,7 +39,7 @@ from app.orchestrator.waits import wait_for_user
 from app.threads import activity as cell
 from app.threads.writer import create_messages, creates_alone, update_message
 from app.tools.base import ToolContext, ToolResult
-from app.tools.events import FanOutToolEvents, LoggingToolEvents
+from app.tools.events import FanOutToolEvents, LoggingToolEvents, ToolCall
 from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, with_preview
 from app.tools.preview import call_signature
 from app.tools.unit import CallUnit
@@ -163,7 +163,7 @@ class ToolCallRunner:
             case Refused(result=result):
                 return result
             case Delegate():
-                return await self._ask(spec, call)
+                return await self._ask(spec, call, flight)
             case AwaitsDevice(wait_seconds=seconds):
                 await self._wait_for_user(flight, seconds)
                 return None  # the app's result (or the expiry) is on the message already
@@ -175,13 +175,26 @@ class ToolCallRunner:
             case Duplicate() | RunTool():
                 return await self._run_tool(spec, call, flight)
 
-    async def _ask(self, spec: LoopSpec, call: Delegate) -> ToolResult:
-        """The specialist's loop, in this run's state: its answer is the call's result."""
+    async def _ask(self, spec: LoopSpec, call: Delegate, flight: _InFlight) -> ToolResult:
+        """The specialist's loop, in this run's state: its answer is the call's result,
+        and its text streams into the cell as it is written (`tool_output` frames)."""
         settings, specialists = self.deps.settings, self.state.specialists
         assignment = delegation.assign(
             call.id, call.question, call.agent, settings, spec, specialists
         )
-        specialist_loop = self.run_loop(assignment.spec, assignment.history)
+        stream = flight.stream = self._stream(flight)
+        run = self.state.run
+        shown = ToolCall(call.id, call.name, None, call.input or {}, run.id, run.thread_id)
+        streamed = 0
+
+        async def output(chunk: str) -> None:
+            nonlocal streamed
+            if chunk:
+                await stream.on_output(shown, streamed, chunk)
+                streamed += len(chunk)
+
+        loop_spec = replace(assignment.spec, on_text=output)
+        specialist_loop = self.run_loop(loop_spec, assignment.history)
         return await delegation.answer(assignment, specialist_loop)
 
     async def _run_tool(
@@ -222,11 +235,11 @@ class ToolCallRunner:
         message = flight.message
 
         async def write(activity: cell.Activity) -> None:
-            assert flight.unit is not None
-            async with flight.unit.held() as session:
-                if session is not None:  # joins the held unit: committed with the outcome
-                    await self._update(session, message, tool_activity=activity)
-                    return
+            if flight.unit is not None:  # a tool's call (a specialist's has no unit)
+                async with flight.unit.held() as session:
+                    if session is not None:  # joins the held unit: committed with the outcome
+                        await self._update(session, message, tool_activity=activity)
+                        return
             await self._write(flight, tool_activity=activity)
 
         settings = self.deps.settings
