@@ -204,7 +204,7 @@ class RunExecution:
         self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
     ) -> Outcome:
         tools = self._tools_for(spec) or None
-        target = self.deps.model_target(spec.agent)
+        target = self.deps.model_target(spec.agent, spec.model)
         window = context_window(target.model, self.deps.settings.llm_context_tokens)
         limit, repeats = spec.config.step_limit, 0
         for _ in range(limit):
@@ -255,8 +255,8 @@ class RunExecution:
                         turn = ModelTurn(tool_calls=[call])
                         [done] = await self._execute_turn(state, spec, turn, messages, step_id)
                         answer = done.message.tool_activity
-                    case planner.AnswerStep():  # one model turn without tools: the reply
-                        no_tools = replace(spec, allowed=[], delegates={})
+                    case planner.AnswerStep(model=model):  # one turn without tools: the reply
+                        no_tools = replace(spec, allowed=[], delegates={}, model=model)
                         outcome = await self._loop(state, no_tools, messages)
                         answer = None
         return outcome
