@@ -12,9 +12,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import Select, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Agent
-from app.tools.toolsets import get_agent_type
+from app.db.models import Agent, User
+from app.settings import Settings
+from app.tools.specialists import SpecialistTool
+from app.tools.toolsets import agent_types, get_agent_type
 
 PREFIX = "ask_"
 SPECIALIST_TYPE = "specialist"
@@ -86,3 +89,22 @@ def offered_to(agent: Agent, specialists: Iterable[Agent]) -> list[str]:
     if config is None or not config.delegation:
         return []
     return list(delegates_for(specialists, exclude=[agent.id])[0])
+
+
+async def provide_specialist_tools(
+    db_session: AsyncSession, current_user: User, settings: Settings
+) -> list[SpecialistTool]:
+    """The ask_* tools of the user's enabled specialists (GET /api/tools lists them)."""
+    specialists = await db_session.scalars(owned_specialists(current_user.id))
+    delegating = [name for name, config in agent_types().items() if config.delegation]
+    return [
+        SpecialistTool(
+            name=name,
+            description=describe(agent),
+            agent_id=agent.id,
+            parameters=ASK_PARAMETERS,
+            agent_types=delegating,
+            timeout_seconds=settings.delegation_timeout_seconds,
+        )
+        for name, agent in delegates_for(specialists)[0].items()
+    ]

@@ -6,6 +6,7 @@ parameters are a msgspec Struct; the JSON Schema given to the model is generated
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -190,6 +191,28 @@ class Tool:
     # "server": its code runs here; "mcp": a remote MCP server runs it (app/tools/mcp/).
     executor: ClassVar[Literal["server", "mcp"]] = "server"
     mcp_server: ClassVar[str | None] = None  # the MCP server's name (executor "mcp")
+    # The options a `tool_instances:` entry of the agent-types file may give this tool
+    # (None: it takes none); an instance holds them in `self.options`.
+    options_type: ClassVar[type[msgspec.Struct] | None] = None
+    options: msgspec.Struct | None = None
+
+    def configured(self, name: str, description: str | None, options: dict[str, Any]) -> Tool:
+        """This tool under `name` with `options` (checked against `options_type`): a
+        declared tool instance. Raises ValueError saying what is wrong."""
+        if self.options_type is None:
+            if options:
+                raise ValueError(f"{self.name} takes no options")
+            checked = None
+        else:
+            try:
+                checked = msgspec.convert(options, self.options_type, strict=True)
+            except msgspec.ValidationError as exc:
+                raise ValueError(f"{self.name} options: {exc}") from None
+        instance = copy.copy(self)
+        instance.name = name  # type: ignore[misc]  (an instance's own name)
+        instance.description = description or self.description  # type: ignore[misc]
+        instance.options = checked
+        return instance
 
     def check_arguments(
         self, args: dict[str, Any]

@@ -7,17 +7,14 @@ from uuid import UUID
 
 import msgspec
 from litestar import Controller, get
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SECURITY
-from app.agents.delegates import ASK_PARAMETERS, delegates_for, describe
-from app.agents.services import specialists_of
-from app.db.models import Agent, User
+from app.db.models import User
 from app.lib.problems import problems
 from app.lib.schema import Schema
-from app.settings import Settings
 from app.tools.registry import ToolCatalogEntry, get_registry
-from app.tools.toolsets import agent_types, agent_types_offering
+from app.tools.specialists import SpecialistTool
+from app.tools.toolsets import agent_types_offering
 
 
 class ToolRead(Schema):
@@ -58,24 +55,23 @@ def tool_read(entry: ToolCatalogEntry) -> ToolRead:
     return msgspec.convert({**fields, "agent_types": agent_types_offering(entry.name)}, ToolRead)
 
 
-def ask_read(name: str, agent: Agent, settings: Settings) -> ToolRead:
+def ask_read(tool: SpecialistTool) -> ToolRead:
     """A specialist as the tool delegating agents call (app/agents/delegates.py)."""
-    delegating = [type_ for type_, config in agent_types().items() if config.delegation]
     return ToolRead(
-        name=name,
-        description=describe(agent),
+        name=tool.name,
+        description=tool.description,
         actions=[],
-        parameters=ASK_PARAMETERS,
+        parameters=tool.parameters,
         params_hint="message",
         is_user_facing=True,
         requires_confirmation=False,
         confirmation_actions=[],
         non_user_facing_actions=[],
-        agent_types=delegating,
+        agent_types=tool.agent_types,
         result_schemas={},
         executor="agent",
-        timeout_seconds=settings.delegation_timeout_seconds,
-        agent_id=agent.id,
+        timeout_seconds=tool.timeout_seconds,
+        agent_id=tool.agent_id,
     )
 
 
@@ -86,12 +82,9 @@ class ToolController(Controller):
 
     @get("/", operation_id="ListTools", responses=problems())
     async def list_tools(
-        self, db_session: AsyncSession, current_user: User, settings: Settings
+        self, current_user: User, specialist_tools: list[SpecialistTool]
     ) -> ToolList:
         """Every tool: its actions, parameters (JSON Schema) and how the app shows it; then
         the `ask_*` tool of each of your enabled specialist agents."""
-        specialists = await specialists_of(db_session, current_user)
-        asks = [
-            ask_read(name, agent, settings) for name, agent in delegates_for(specialists)[0].items()
-        ]
-        return ToolList(items=[*(tool_read(e) for e in get_registry().catalog()), *asks])
+        registered = [tool_read(e) for e in get_registry().catalog()]
+        return ToolList(items=[*registered, *(ask_read(t) for t in specialist_tools)])
