@@ -15,6 +15,7 @@ from app.accounts.deps import BEARER_SCHEME, provide_current_user
 from app.accounts.throttle import LoginThrottlePlugin
 from app.accounts.token_cache import TokenCache
 from app.agents.controllers import AgentController
+from app.agents.delegates import provide_specialist_tools
 from app.cli.plugin import CLIPlugin
 from app.db.config import build_sqlalchemy_config
 from app.db.schema import schema_lifespan
@@ -46,6 +47,7 @@ from app.tasks.controllers import TaskController
 from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
+from app.tools import instances as tool_instances
 from app.tools.controllers import ToolController
 from app.tools.mcp.controllers import McpServerController
 from app.tools.mcp.plugin import McpPlugin, mcp_result_components
@@ -114,6 +116,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
     settings = settings or get_settings()
     # Validate agent types and toolsets now: a bad YAML stops startup with a clear message.
     load_agent_types(settings.agent_types_file, tool_names=get_registry().names)
+    tool_instances.install(get_registry())  # the file's configured tools (web_news, …)
     db_config = build_sqlalchemy_config(settings)
     app = Litestar(
         route_handlers=ROUTES,
@@ -134,6 +137,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         dependencies={
             "settings": Provide(provide_settings, sync_to_thread=False),
             "current_user": Provide(provide_current_user),
+            "specialist_tools": Provide(provide_specialist_tools),
             "db_session": session_dependency(db_config),
         },
         openapi_config=openapi_config(),

@@ -23,7 +23,8 @@ class AgentController(Controller):
     async def list_agents(self, db_session: AsyncSession, current_user: User) -> AgentList:
         """Your agents and the ones staff shared."""
         agents = await services.list_agents(db_session, current_user)
-        return AgentList(items=[agent_read(a) for a in agents])
+        specialists = await services.specialists_of(db_session, current_user)
+        return AgentList(items=[agent_read(a, specialists) for a in agents])
 
     @post("/", operation_id="CreateAgent", responses=problems(409))
     async def create_agent(
@@ -32,14 +33,14 @@ class AgentController(Controller):
         agent = await services.create_agent(
             db_session, current_user, **msgspec.structs.asdict(data)
         )
-        return agent_read(agent)
+        return agent_read(agent, await services.specialists_of(db_session, current_user))
 
     @get("/{agent_id:uuid}", operation_id="GetAgent", responses=problems(404))
     async def get_agent(
         self, agent_id: UUID, db_session: AsyncSession, current_user: User
     ) -> AgentRead:
         agent = await services.get_visible_agent(db_session, current_user, agent_id)
-        return agent_read(agent)
+        return agent_read(agent, await services.specialists_of(db_session, current_user))
 
     @patch("/{agent_id:uuid}", operation_id="UpdateAgent", responses=problems(404, 409))
     async def update_agent(
@@ -53,4 +54,4 @@ class AgentController(Controller):
         agent = await services.get_owned_agent(db_session, current_user, agent_id)
         changes = data.sent_fields()
         agent = await services.update_agent(db_session, agent, changes)
-        return agent_read(agent)
+        return agent_read(agent, await services.specialists_of(db_session, current_user))

@@ -29,6 +29,8 @@ class AgentRead(Schema):
     reflection_prompt: str | None
     memory_reflection_prompt: str | None
     enabled_tools: list[str] | None
+    # What the agent's runs offer the model: its type's toolset narrowed by enabled_tools,
+    # then (a delegating type) `ask_<name>` for each of your enabled specialist agents.
     tools: list[str]
     is_shared: bool
     description: str | None

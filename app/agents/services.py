@@ -9,6 +9,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agents import repository
+from app.agents.delegates import owned_specialists
 from app.agents.schemas import AgentUpdate
 from app.db.models import Agent, User
 from app.lib.problems import ProblemException
@@ -22,6 +23,11 @@ from app.tools.toolsets import (
 
 async def list_agents(session: AsyncSession, user: User) -> list[Agent]:
     return list(await session.scalars(repository.visible_agents(user)))
+
+
+async def specialists_of(session: AsyncSession, user: User) -> list[Agent]:
+    """The user's specialist agents: what their delegating agents may ask (ask_* tools)."""
+    return list(await session.scalars(owned_specialists(user.id)))
 
 
 async def get_visible_agent(session: AsyncSession, user: User, agent_id: UUID) -> Agent:

@@ -61,14 +61,19 @@ def _split(messages: list[ChatMessageIn]) -> tuple[list[ChatMessageIn], str]:
 
 
 def _json_option(value: Any, name: str) -> Any:
-    if not isinstance(value, str):
-        return value
-    if name == "tools" and not value.lstrip().startswith("["):
-        return [item.strip() for item in value.split(",") if item.strip()]
-    try:
-        return msgspec.json.decode(value)
-    except msgspec.DecodeError:
-        raise _bad_request(f"metadata.{name} is not valid JSON.", f"metadata.{name}") from None
+    """`tools` and `tool_calls` as the body of POST …/messages takes them: a list. Text is
+    JSON, or (not starting with `[` or `{`) comma-separated names; one name or one call
+    (`"tasks"`, `{"name": …}`) is a list of one."""
+    if isinstance(value, str):
+        if not value.lstrip().startswith(("[", "{", '"')):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        try:
+            value = msgspec.json.decode(value)
+        except msgspec.DecodeError:
+            raise _bad_request(f"metadata.{name} is not valid JSON.", f"metadata.{name}") from None
+    if isinstance(value, str) or (name == "tool_calls" and isinstance(value, dict)):
+        return [value]
+    return value
 
 
 def new_message(text: str, options: CompletionOptions | None) -> MessageCreate:

@@ -45,7 +45,7 @@ from app.openai_compat.schemas import (
     completion_usage,
 )
 from app.openai_compat.trace import answer_text, completion_trace, run_messages
-from app.openai_compat.watch import RunWatch, WaitTimeout, sessions_for
+from app.openai_compat.watch import RunWatch, StepsChanged, WaitTimeout, sessions_for
 from app.realtime.channels import RealtimeChannels
 from app.settings import Settings
 from app.usage.budget import refuse_if_spent
@@ -134,7 +134,13 @@ async def _chunks(
         yield chunk(ChunkDelta(role="assistant", content="", metadata=where))
         try:
             async for text in watch.deltas(wait):
-                yield chunk(ChunkDelta(content=text))
+                if isinstance(text, StepsChanged):  # a step began or ended: the trace so far
+                    assert watch.run is not None
+                    async with watch.sessions() as session:
+                        so_far = await completion_trace(session, watch.run)
+                    yield chunk(ChunkDelta(metadata=so_far))
+                else:
+                    yield chunk(ChunkDelta(content=text))
         except WaitTimeout:
             error = _timeout(run, wait)
         else:

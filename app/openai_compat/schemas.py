@@ -13,6 +13,7 @@ from uuid import UUID
 
 import msgspec
 
+from app.threads.plan import Plan
 from app.threads.schemas import RunStep, RunToolResult
 
 ChatRole = Literal["system", "developer", "user", "assistant", "tool", "function"]
@@ -68,7 +69,7 @@ class ChatCompletionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 # -- the trace of a run -------------------------------------------------------------------
 
 
-class CompletionTrace(msgspec.Struct, kw_only=True):
+class CompletionTrace(msgspec.Struct, kw_only=True, omit_defaults=True):
     """`choices[0].message.metadata`: where the run is, and what it did."""
 
     thread_id: UUID
@@ -76,6 +77,8 @@ class CompletionTrace(msgspec.Struct, kw_only=True):
     run_status: Literal["queued", "running", "completed", "failed", "cancelled"]
     steps: list[RunStep]  # as GET …/runs/{run_id} serves them
     tool_results: list[RunToolResult]
+    # A planner agent's plan cell as it stands (app/threads/plan.py); absent for other agents.
+    plan: Plan | None = None
 
 
 # -- responses ----------------------------------------------------------------------------

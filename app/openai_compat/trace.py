@@ -37,4 +37,5 @@ async def completion_trace(session: AsyncSession, run: Run) -> CompletionTrace:
         run_status=run.status,  # type: ignore[arg-type]
         steps=trace.steps,
         tool_results=trace.tool_results,
+        plan=trace.plan,
     )

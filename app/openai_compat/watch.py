@@ -37,6 +37,14 @@ class WaitTimeout(Exception):
     """The run has not ended within the wait (it continues)."""
 
 
+class StepsChanged:
+    """Yielded by `RunWatch.deltas` between texts: a tool cell or the plan cell of the run
+    changed (a step began or ended), so its trace has something new."""
+
+
+STEPS_CHANGED = StepsChanged()
+
+
 class RunWatch:
     def __init__(
         self,
@@ -52,6 +60,8 @@ class RunWatch:
         self._pending: list[str] = []
         self._wake = asyncio.Event()
         self._check = False  # the run may have changed: read the database
+        self._steps: tuple[Any, ...] = ()  # the cells' statuses as last read
+        self._steps_changed = False
         self._ended = False
         self._subscriber: Listener | None = None
 
@@ -77,6 +87,9 @@ class RunWatch:
                 message = _decode_message(event.body).message
                 if message.run_id == self.run_id:
                     self._apply(message.id, message.role, message.is_user_facing, message.content)
+                    if message.role == "tool" or message.plan is not None:
+                        self._check = True  # a step moved: read the cells
+                        self._wake.set()
             elif event.kind == "d":
                 delta = _decode_delta(event.body)
                 if delta.message_id in self._texts:
@@ -115,11 +128,15 @@ class RunWatch:
         self.run = run
         for row in rows:
             self._apply(row.id, row.role, row.is_user_facing, row.content)
+        steps = tuple(_step_state(row) for row in rows if row.role == "tool" or row.plan)
+        if steps != self._steps:
+            self._steps, self._steps_changed = steps, True
         return run.status in TERMINAL
 
-    async def deltas(self, wait: float) -> AsyncIterator[str]:
-        """The run's text as it streams; ends when the run has ended (`self.run`), or
-        raises WaitTimeout after `wait` seconds (between deltas, never inside a yield)."""
+    async def deltas(self, wait: float) -> AsyncIterator[str | StepsChanged]:
+        """The run's text as it streams, and STEPS_CHANGED after a step of the run began or
+        ended; ends when the run has ended (`self.run`), or raises WaitTimeout after
+        `wait` seconds (between deltas, never inside a yield)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         done = await self._sync()
@@ -129,6 +146,9 @@ class RunWatch:
             if done:
                 self._ended = True
                 return
+            if self._steps_changed:
+                self._steps_changed = False
+                yield STEPS_CHANGED
             left = deadline - loop.time()
             if left <= 0:
                 raise WaitTimeout
@@ -148,6 +168,15 @@ class RunWatch:
             pass
         assert self.run is not None
         return self.run
+
+
+def _step_state(row: Any) -> tuple[Any, ...]:
+    """What of a tool or plan cell makes a new step state: the cell's status, the plan's
+    and its steps' statuses."""
+    if row.plan:
+        plan = row.plan
+        return (row.id, plan.get("status"), *(s.get("status") for s in plan.get("steps") or []))
+    return (row.id, (row.tool_activity or {}).get("status"))
 
 
 def sessions_for(engine: Any) -> async_sessionmaker[AsyncSession]:

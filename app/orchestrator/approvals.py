@@ -43,7 +43,7 @@ async def decide(
             session,
             message,
             tool_activity=cell.denied(activity, error),
-            content=cell.failure_content(error, "permission_error"),
+            content=cell.failure_content(error, "permission_error", activity),
         )
     notify_after_commit(session, "approval", message.id)
     return message

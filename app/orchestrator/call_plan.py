@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.agents.delegates import is_delegate_name
 from app.db.models import Agent
 from app.orchestrator import delegation
 from app.orchestrator.context import LoopSpec, RunState
@@ -160,13 +161,13 @@ def _plan_allowed(
     """A call within the budget: by the name it calls, then by what its arguments say."""
     spec, name = rules.spec, base.name
     if name in spec.delegates:
-        question = delegation.question_of(_input_of(base.arguments))
+        question = delegation.question_of(name, base.arguments)
         if isinstance(question, ToolResult):
             return Refused(**base.shown(), result=question)
         return Delegate(**base.shown(), agent=spec.delegates[name], question=question)
     if name in spec.allowed and (device := get_device_tool(name)) is not None:
         return _plan_device_call(base, device)
-    if spec.config.delegation and delegation.is_delegate_name(name):
+    if spec.config.delegation and is_delegate_name(name):
         return Refused(**base.shown(), result=delegation.refusal(name, spec, rules.max_depth))
     parsed = parse_call(name, base.arguments, allowed=spec.allowed)
     if isinstance(parsed, ToolResult):

@@ -108,11 +108,12 @@ class RunnerDeps:
     def parked_runs(self) -> int:
         return len(set(self.parked.values()))
 
-    def model_target(self, agent: Agent) -> ModelTarget:
-        """Where the agent's model calls go: its model's profile, else the `LLM_*` default."""
+    def model_target(self, agent: Agent, model: str | None = None) -> ModelTarget:
+        """Where the agent's model calls go (or, given, `model`'s: a plan's remote step):
+        the model's profile, else the `LLM_*` default."""
         settings = self.settings
         base = ModelTarget(
-            model=agent.model or settings.llm_model,
+            model=model or agent.model or settings.llm_model,
             api_base=settings.llm_api_base,
             api_key=settings.llm_api_key,
             timeout=settings.llm_timeout_seconds,
@@ -136,6 +137,10 @@ class LoopSpec:
     disabled_delegates: frozenset[str] = frozenset()  # asking them: "currently disabled"
     depth: int = 0  # 0: the run's agent; n: a specialist asked through n delegations
     chain: tuple[UUID, ...] = ()  # the agents that asked, down to this one (never re-asked)
+    # A plan's remote completion: the model (`<profile>/<model>`) answering instead.
+    model: str | None = None
+    # A specialist's text as it streams: the output of the ask_* cell that asked it.
+    on_text: Callable[[str], Awaitable[None]] | None = None
 
     @property
     def writes_text(self) -> bool:

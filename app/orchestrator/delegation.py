@@ -13,11 +13,13 @@ self-correcting error naming the `ask_*` tools that are available.
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
+from app.agents.delegates import ASK_EXAMPLE, ASK_PARAMS, delegates_for
 from app.db.models import Agent
 from app.orchestrator.context import LoopSpec
 from app.orchestrator.history import DEFAULT_SYSTEM_PROMPT
@@ -25,67 +27,10 @@ from app.orchestrator.llm import LLMError
 from app.settings import Settings
 from app.tools.base import ToolResult
 from app.tools.toolsets import AgentTypeConfig, effective_tools, get_agent_type
+from app.tools.validation import decode_arguments
 
 FALLBACK_TYPE = AgentTypeConfig(name="default", tools=[])
-PREFIX = "ask_"
 Outcome = tuple[str | None, str | None]  # (final text, note when the loop was stopped)
-
-
-def delegate_tool_name(agent_name: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "_", agent_name.lower()).strip("_") or "agent"
-    return f"{PREFIX}{slug}"[:64]
-
-
-def is_delegate_name(name: str) -> bool:
-    return name.startswith(PREFIX)
-
-
-def delegates_for(
-    specialists: Iterable[Agent], *, exclude: Iterable[Any] = (), narrow: Any = None
-) -> tuple[dict[str, Agent], frozenset[str]]:
-    """(enabled specialists by tool name, names of the disabled ones), without `exclude`
-    (the agents already in the chain) and, when given, only names in `narrow`."""
-    excluded = set(exclude)
-    offered: dict[str, Agent] = {}
-    disabled: set[str] = set()
-    for agent in specialists:
-        name = delegate_tool_name(agent.name)
-        if agent.id in excluded or (narrow is not None and name not in narrow):
-            continue
-        if agent.enabled:
-            offered.setdefault(name, agent)
-        else:
-            disabled.add(name)
-    return offered, frozenset(disabled - set(offered))
-
-
-def _describe(agent: Agent) -> str:
-    """The specialist's tool_description, else its description, else its system prompt."""
-    own = (agent.tool_description or agent.description or "").strip()
-    if own:
-        return own
-    about = (agent.system_prompt or "").strip().replace("\n", " ")[:300]
-    description = f"Ask the specialist agent {agent.name!r} and get its answer."
-    return f"{description} It is set up as: {about}" if about else description
-
-
-def delegate_definition(name: str, agent: Agent) -> dict[str, Any]:
-    description = _describe(agent)
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "message": {"type": "string", "description": "What to ask, self-contained."}
-                },
-                "required": ["message"],
-                "additionalProperties": False,
-            },
-        },
-    }
 
 
 def refusal(name: str, spec: LoopSpec, max_depth: int) -> ToolResult:
@@ -126,17 +71,41 @@ class Assignment:
     timeout: float
 
 
-def question_of(call_input: dict[str, Any] | None) -> str | ToolResult:
-    """What an ask_* call asks, or the self-correcting error of a call that asks nothing."""
-    question = (call_input or {}).get("message")
-    if not isinstance(question, str) or not question.strip():
+def question_of(name: str, arguments: str | dict[str, Any] | None) -> str | ToolResult:
+    """What the ask_* call `name` asks, or the self-correcting error of a call that is not
+    `{"message": "…"}`, worded like every other tool's (app/tools/validation.py): invalid
+    JSON, a parameter the schema does not have (additionalProperties: false), a message
+    that is missing or not text."""
+    args = decode_arguments(arguments)
+    if isinstance(args, ToolResult):
+        args.details = {**(args.details or {}), "example": ASK_EXAMPLE}
+        return args
+    question = args.get("message")
+    if question is None or (isinstance(question, str) and not question.strip()):
         return ToolResult.failure(
-            "Missing required parameter 'message'.",
+            "message is required.",
             "validation_error",
-            suggestion='Call it as {"message": "your question"}.',
+            suggestion="Call again with message.",
             required_param="message",
+            missing_params=["message"],
+            example=ASK_EXAMPLE,
         )
-    return question
+    errors = [{"field": k, "message": "unknown parameter"} for k in args if k not in ASK_PARAMS]
+    try:
+        msgspec.convert(question, str, strict=True)
+    except msgspec.ValidationError as exc:
+        errors.insert(0, {"field": "message", "message": str(exc)})
+    if not errors:
+        return question
+    listing = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+    return ToolResult.failure(
+        f"Invalid parameters for {name}: {listing}.",
+        "validation_error",
+        suggestion="Fix the listed fields. Parameters: message.",
+        errors=errors,
+        allowed_params=list(ASK_PARAMS),
+        example=ASK_EXAMPLE,
+    )
 
 
 def assign(

@@ -62,7 +62,7 @@ async def submit_result(
         session,
         message,
         tool_activity=cell.finished(activity, outcome),
-        content=outcome.to_model_content(),
+        content=outcome.to_model_content(cell.signature_of(activity)),
     )
     notify_after_commit(session, "approval", message.id)  # wakes the run's wait, as a decision
     return message

@@ -73,7 +73,14 @@ def decode(text: str) -> PlanDraft | str:
         return f"The answer is not valid JSON ({exc}); send only the JSON object."
 
 
-def problems(draft: PlanDraft, tools: list[str], *, memory: bool, budget: int) -> list[str]:
+def problems(
+    draft: PlanDraft,
+    tools: list[str],
+    *,
+    memory: bool,
+    budget: int,
+    profiles: list[str] | tuple[str, ...] = (),
+) -> list[str]:
     found: list[str] = []
     ids = [step.id for step in draft.steps]
     if repeated := sorted({i for i in ids if ids.count(i) > 1}):
@@ -85,6 +92,8 @@ def problems(draft: PlanDraft, tools: list[str], *, memory: bool, budget: int) -
         found.append(f"The completion step ({completions[0]}) must be the last step.")
     for step in draft.steps:
         found += _step_problems(step, tools, memory)
+        if step.action == "completion" and step.executor == "remote":
+            found += _remote_problems(step, profiles)
     tool_steps = sum(step.action == "tool" for step in draft.steps)
     if tool_steps > budget:
         found.append(f"At most {budget} tool steps are allowed; the plan has {tool_steps}.")
@@ -111,6 +120,45 @@ def _step_problems(step: DraftStep, tools: list[str], memory: bool) -> list[str]
     return []
 
 
+def _remote_model(model: Any, provider: str | None) -> str | None:
+    """`args.model` with `provider` as its profile prefix when it has none."""
+    if not isinstance(model, str) or not model:
+        return None
+    if provider and not model.startswith(f"{provider}/"):
+        return f"{provider}/{model}"
+    return model
+
+
+def _remote_problems(step: DraftStep, profiles: list[str] | tuple[str, ...]) -> list[str]:
+    """A remote completion names its model through a provider profile (LLM_PROFILES):
+    `args.model` `<profile>/<model>`, or `provider` + `args.model`."""
+    where = f"Step {step.id}"
+    names = ", ".join(profiles)
+    if not profiles:
+        return [f'{where}: no remote models are configured; use executor "litellm".']
+    model = _remote_model((step.args or {}).get("model"), step.provider)
+    if model is None:
+        return [f'{where} is remote and needs args.model ("<profile>/<model>"; profiles: {names}).']
+    if model.partition("/")[0] not in profiles or "/" not in model:
+        return [f"{where}: model {model!r} names no provider profile; profiles: {names}."]
+    return []
+
+
+def remote_model(step: PlanStep) -> str | None:
+    """The model a remote completion step routes to (checked by `problems`), else None."""
+    if step.executor != "remote" or step.action != "completion":
+        return None
+    args = step.args or {}
+    return _remote_model(args.get("model"), args.get("provider"))
+
+
+def _args_of(step: DraftStep) -> dict[str, Any] | None:
+    """The step's args, with a remote step's `provider` kept among them."""
+    if step.provider is None:
+        return step.args
+    return {**(step.args or {}), "provider": step.provider}
+
+
 def steps_of(draft: PlanDraft) -> list[PlanStep]:
     return [
         PlanStep(
@@ -119,7 +167,7 @@ def steps_of(draft: PlanDraft) -> list[PlanStep]:
             executor=s.executor,
             action=s.action,
             tool=s.tool,
-            args=s.args,
+            args=_args_of(s),
             description=s.description,
             status=PlanStepStatus.PENDING,
         )
@@ -136,7 +184,7 @@ Each step: "id" (unique; letters, digits, - _ . :), "label" (short, for the user
 - "tool": call one tool. "tool" is its exact name from the list below; "args" are its
   arguments as its JSON schema says (with "action" where it has one).
 {memory}- "completion": the final answer to the user. Exactly one, and it is the last step.
-Steps run in order. If a memory or tool step fails, the later memory and tool steps are
+{remote}Steps run in order. If a memory or tool step fails, the later memory and tool steps are
 skipped and the completion explains what happened. Use at most {budget} tool steps; a
 question that needs no tools is a plan with only the completion step.
 Available tools:
@@ -148,7 +196,19 @@ MEMORY_LINE = (
 )
 
 
-def instructions(definitions: list[dict[str, Any]], *, memory: bool, budget: int) -> str:
+REMOTE_LINE = (
+    '  When the answer needs a more capable model, give the completion "executor": "remote" '
+    'and args {"model": "<profile>/<model>"}; profiles: {profiles}.\n'
+)
+
+
+def instructions(
+    definitions: list[dict[str, Any]],
+    *,
+    memory: bool,
+    budget: int,
+    profiles: list[str] | tuple[str, ...] = (),
+) -> str:
     lines = []
     for definition in definitions:
         function = definition.get("function") or {}
@@ -156,6 +216,9 @@ def instructions(definitions: list[dict[str, Any]], *, memory: bool, budget: int
         lines.append(f"- {function.get('name')}: {function.get('description', '')} {schema}")
     return (
         INSTRUCTIONS.replace("{memory}", MEMORY_LINE if memory else "")
+        .replace(
+            "{remote}", REMOTE_LINE.replace("{profiles}", ", ".join(profiles)) if profiles else ""
+        )
         .replace("{budget}", str(budget))
         .replace("{tools}", "\n".join(lines) or "(none)")
     )

@@ -31,11 +31,12 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.agents.delegates import delegate_definition
 from app.db.models import ThreadMessage
 from app.memories import services as memories
 from app.orchestrator import plan_draft
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
-from app.orchestrator.delegation import delegate_definition
+from app.orchestrator.door.profiles import load_profiles
 from app.orchestrator.llm import LLMError, context_window, fit_to_context, stream_turn
 from app.threads import activity as cell
 from app.threads import plan as cells
@@ -60,7 +61,10 @@ class ToolStep:
 
 @dataclass(frozen=True, slots=True)
 class AnswerStep:
-    """Stream the answer, without tools: `messages` end with what the plan did."""
+    """Stream the answer, without tools: `messages` end with what the plan did; `model`:
+    a remote completion's model (`<profile>/<model>`), else the agent's."""
+
+    model: str | None = None
 
 
 StepRequest = ToolStep | AnswerStep
@@ -99,9 +103,11 @@ class PlanExecution:
                 ok = await self._tool_ended(step, activity)
             failed = None if ok else step.id
         completion = steps[-1]
-        await self._step(completion.id, PlanStepStatus.IN_PROGRESS)
+        model = plan_draft.remote_model(completion)
+        routed = {"detail": f"Answered by {model}"} if model else {}
+        await self._step(completion.id, PlanStepStatus.IN_PROGRESS, **routed)
         messages.append({"role": "system", "content": self._summary(completion)})
-        yield AnswerStep()
+        yield AnswerStep(model)
         done = cells.step_changed(self.plan, completion.id, PlanStepStatus.OK)
         await self._show(cells.completed(done))
 
@@ -111,7 +117,11 @@ class PlanExecution:
         definitions = get_registry().function_definitions(self.spec.allowed) + [
             delegate_definition(name, agent) for name, agent in self.spec.delegates.items()
         ]
-        ask = plan_draft.instructions(definitions, memory=self.memory, budget=budget)
+        settings = self.deps.settings
+        profiles = sorted(load_profiles(settings.llm_profiles_file, settings.llm_profiles))
+        ask = plan_draft.instructions(
+            definitions, memory=self.memory, budget=budget, profiles=profiles
+        )
         target = self.deps.model_target(self.spec.agent)
         window = context_window(target.model, self.deps.settings.llm_context_tokens)
         prompt = fit_to_context(
@@ -124,7 +134,7 @@ class PlanExecution:
             )
             draft = plan_draft.decode(turn.text)
             errors = [draft] if isinstance(draft, str) else plan_draft.problems(
-                draft, self.tools, memory=self.memory, budget=budget
+                draft, self.tools, memory=self.memory, budget=budget, profiles=profiles
             )  # fmt: skip
             if not errors and not isinstance(draft, str):
                 steps = plan_draft.steps_of(draft)

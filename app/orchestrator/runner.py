@@ -27,14 +27,11 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.agents.delegates import delegate_definition, delegates_for
 from app.db.models import Agent, Run, RunStatus
-from app.orchestrator import delegation, planner, runs, usage
+from app.orchestrator import planner, runs, usage
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
-from app.orchestrator.delegation import (
-    FALLBACK_TYPE,
-    Outcome,
-    delegates_for,
-)
+from app.orchestrator.delegation import FALLBACK_TYPE, Outcome
 from app.orchestrator.history import load_history
 from app.orchestrator.llm import LLMError, ModelTurn, context_window, fit_to_context, stream_turn
 from app.orchestrator.outage import (
@@ -49,7 +46,8 @@ from app.threads import repository
 from app.tools.base import ToolResult
 from app.tools.executor import bare_call_arguments
 from app.tools.registry import get_registry
-from app.tools.toolsets import effective_tools, get_agent_type
+from app.tools.toolsets import effective_tools, get_agent_type, known_tool_names
+from app.tools.validation import not_allowed
 
 logger = logging.getLogger(__name__)
 
@@ -200,13 +198,13 @@ class RunExecution:
             _function_definitions(tuple(spec.allowed), get_registry().generation)
         )
         offered = spec.delegates.items()
-        return tools + [delegation.delegate_definition(name, agent) for name, agent in offered]
+        return tools + [delegate_definition(name, agent) for name, agent in offered]
 
     async def _loop(
         self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
     ) -> Outcome:
         tools = self._tools_for(spec) or None
-        target = self.deps.model_target(spec.agent)
+        target = self.deps.model_target(spec.agent, spec.model)
         window = context_window(target.model, self.deps.settings.llm_context_tokens)
         limit, repeats = spec.config.step_limit, 0
         for _ in range(limit):
@@ -234,8 +232,8 @@ class RunExecution:
     async def _model_turn(
         self, spec: LoopSpec, target: Any, prompt: list[dict[str, Any]], tools: Any
     ) -> ModelTurn:
-        if not spec.writes_text:
-            return await stream_turn(target, prompt, tools, _ignore_text)
+        if not spec.writes_text:  # a specialist's text streams into its ask_* cell
+            return await stream_turn(target, prompt, tools, spec.on_text or _ignore_text)
         self.reply.start()
         try:
             return await stream_turn(target, prompt, tools, self.reply.append)
@@ -257,8 +255,8 @@ class RunExecution:
                         turn = ModelTurn(tool_calls=[call])
                         [done] = await self._execute_turn(state, spec, turn, messages, step_id)
                         answer = done.message.tool_activity
-                    case planner.AnswerStep():  # one model turn without tools: the reply
-                        no_tools = replace(spec, allowed=[], delegates={})
+                    case planner.AnswerStep(model=model):  # one turn without tools: the reply
+                        no_tools = replace(spec, allowed=[], delegates={}, model=model)
                         outcome = await self._loop(state, no_tools, messages)
                         answer = None
         return outcome
@@ -270,12 +268,18 @@ class RunExecution:
         a call that cannot be made (`refused`, by index) fails with the reason."""
         calls, refused = [], {}
         for index, item in enumerate(state.options["tool_calls"]):
-            if isinstance(item, str):  # by name alone: its no-argument action, or an error
-                name, args = item, bare_call_arguments(item)
+            name = item if isinstance(item, str) else item.get("name", "")
+            given = {} if isinstance(item, str) else item.get("args") or {}
+            if _outside_allow_list(name, spec):
+                args: dict[str, Any] | ToolResult = not_allowed(
+                    name, [*spec.allowed, *spec.delegates]
+                )
+            elif isinstance(item, str):  # by name alone: its no-argument action, or an error
+                args = bare_call_arguments(item)
             else:
-                name, args = item.get("name", ""), item.get("args") or {}
+                args = given
             if isinstance(args, ToolResult):
-                refused[index], args = args, {}
+                refused[index], args = args, given
             calls.append(
                 {
                     "id": f"call_pre_{secrets.token_hex(6)}",
@@ -323,3 +327,11 @@ def _function_definitions(names: tuple[str, ...], generation: tuple[int, ...] = 
     """Generating JSON Schemas takes milliseconds; builtin tools do not change in a process,
     MCP servers' tools may (`generation` changes with them: app/tools/mcp/catalog.py)."""
     return msgspec.json.encode(get_registry().function_definitions(names))
+
+
+def _outside_allow_list(name: str, spec: LoopSpec) -> bool:
+    """A tool that exists but that this run may not use (the request's `tools`, the
+    agent's toolset): refused as not allowed, not as unknown."""
+    if name in spec.allowed or name in spec.delegates:
+        return False
+    return name in known_tool_names() or name in spec.disabled_delegates

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -39,8 +39,9 @@ from app.orchestrator.waits import wait_for_user
 from app.threads import activity as cell
 from app.threads.writer import create_messages, creates_alone, update_message
 from app.tools.base import ToolContext, ToolResult
-from app.tools.events import FanOutToolEvents, LoggingToolEvents
+from app.tools.events import FanOutToolEvents, LoggingToolEvents, ToolCall
 from app.tools.executor import SAFE_SYSTEM_ERROR, execute_tool_call, with_preview
+from app.tools.preview import call_signature
 from app.tools.unit import CallUnit
 
 logger = logging.getLogger(__name__)
@@ -150,8 +151,9 @@ class ToolCallRunner:
             result = ToolResult.failure(SAFE_SYSTEM_ERROR, "system_error")
         if result is None:  # answered elsewhere (approval denied, device result, expiry): written
             return CallOutcome(call, flight.message, flight.message.content or "", None)
-        await self._finish(flight, result)
-        return CallOutcome(call, flight.message, result.to_model_content(), result)
+        content = result.to_model_content(call_signature(call.name, call.input))
+        await self._finish(flight, result, content)
+        return CallOutcome(call, flight.message, content, result)
 
     async def _dispatch(
         self, spec: LoopSpec, call: PlannedCall, flight: _InFlight
@@ -161,7 +163,7 @@ class ToolCallRunner:
             case Refused(result=result):
                 return result
             case Delegate():
-                return await self._ask(spec, call)
+                return await self._ask(spec, call, flight)
             case AwaitsDevice(wait_seconds=seconds):
                 await self._wait_for_user(flight, seconds)
                 return None  # the app's result (or the expiry) is on the message already
@@ -173,13 +175,26 @@ class ToolCallRunner:
             case Duplicate() | RunTool():
                 return await self._run_tool(spec, call, flight)
 
-    async def _ask(self, spec: LoopSpec, call: Delegate) -> ToolResult:
-        """The specialist's loop, in this run's state: its answer is the call's result."""
+    async def _ask(self, spec: LoopSpec, call: Delegate, flight: _InFlight) -> ToolResult:
+        """The specialist's loop, in this run's state: its answer is the call's result,
+        and its text streams into the cell as it is written (`tool_output` frames)."""
         settings, specialists = self.deps.settings, self.state.specialists
         assignment = delegation.assign(
             call.id, call.question, call.agent, settings, spec, specialists
         )
-        specialist_loop = self.run_loop(assignment.spec, assignment.history)
+        stream = flight.stream = self._stream(flight)
+        run = self.state.run
+        shown = ToolCall(call.id, call.name, None, call.input or {}, run.id, run.thread_id)
+        streamed = 0
+
+        async def output(chunk: str) -> None:
+            nonlocal streamed
+            if chunk:
+                await stream.on_output(shown, streamed, chunk)
+                streamed += len(chunk)
+
+        loop_spec = replace(assignment.spec, on_text=output)
+        specialist_loop = self.run_loop(loop_spec, assignment.history)
         return await delegation.answer(assignment, specialist_loop)
 
     async def _run_tool(
@@ -220,11 +235,11 @@ class ToolCallRunner:
         message = flight.message
 
         async def write(activity: cell.Activity) -> None:
-            assert flight.unit is not None
-            async with flight.unit.held() as session:
-                if session is not None:  # joins the held unit: committed with the outcome
-                    await self._update(session, message, tool_activity=activity)
-                    return
+            if flight.unit is not None:  # a tool's call (a specialist's has no unit)
+                async with flight.unit.held() as session:
+                    if session is not None:  # joins the held unit: committed with the outcome
+                        await self._update(session, message, tool_activity=activity)
+                        return
             await self._write(flight, tool_activity=activity)
 
         settings = self.deps.settings
@@ -236,7 +251,7 @@ class ToolCallRunner:
             interval=settings.tool_flush_seconds,
         )
 
-    async def _finish(self, flight: _InFlight, result: ToolResult) -> None:
+    async def _finish(self, flight: _InFlight, result: ToolResult, content: str) -> None:
         """The cell's final state, in one transaction with the call's own writes when it
         succeeded; a failed call's writes are rolled back (the model was told it failed)."""
         latest = await flight.stream.settled() if flight.stream is not None else None
@@ -248,7 +263,7 @@ class ToolCallRunner:
             flight,
             session=unit,
             tool_activity=cell.finished(latest or flight.message.tool_activity, result),
-            content=result.to_model_content(),
+            content=content,
         )
 
     def _discard_unit(self, flight: _InFlight) -> None:

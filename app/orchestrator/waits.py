@@ -78,7 +78,7 @@ async def _expire(deps: RunnerDeps, message: ThreadMessage) -> ThreadMessage:
                 session,
                 fresh,
                 tool_activity=cell.expired(activity),
-                content=cell.failure_content(*cell.expiry_error(activity)),
+                content=cell.failure_content(*cell.expiry_error(activity), activity),
             )
         return fresh
 

@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from app.lib.time import utcnow
+from app.tools.preview import call_signature
 
 ToolStatus = Literal["in_progress", "awaiting_approval", "awaiting_device", "success", "failure"]
 IN_PROGRESS: ToolStatus = "in_progress"
@@ -247,6 +248,14 @@ def closed(
     }
 
 
-def failure_content(error: str, error_type: str) -> str:
-    """What the model reads for a call that ended without a tool result."""
+def failure_content(error: str, error_type: str, activity: Activity | None = None) -> str:
+    """What the model reads for a call that ended without a tool result (the error starts
+    with the call, as every error the model reads does)."""
+    if activity is not None:
+        error = f"{signature_of(activity)}: {error}"
     return json.dumps({"type": "error", "ok": False, "error": error, "error_type": error_type})
+
+
+def signature_of(activity: Activity) -> str:
+    """The cell's call as the model wrote it (preview.call_signature)."""
+    return call_signature(str(activity.get("name") or ""), activity.get("input"))

@@ -137,10 +137,12 @@ class RunToolResult(Schema):
 
 
 class RunTrace(Schema):
-    """What a run did: its steps in order and every tool call's outcome."""
+    """What a run did: its steps in order and every tool call's outcome (and a planner
+    run's plan cell as it stands)."""
 
     steps: list[RunStep]
     tool_results: list[RunToolResult]
+    plan: Plan | None = None
 
 
 class RunDetail(RunRead, kw_only=True):

@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Run, RunStatus, ThreadMessage
 from app.threads import activity as cell
 from app.threads import repository
-from app.threads.plan import PlanStepStatus
+from app.threads.plan import Plan, PlanStepStatus
 from app.threads.schemas import RunStep, RunToolResult, RunTrace
 
 PREFLIGHT_CALL_PREFIX = "call_pre_"  # ids the runner gives the request's pre-flight calls
@@ -42,7 +42,8 @@ async def run_trace(session: AsyncSession, run: Run) -> RunTrace:
         preflight = [s for s in turn_steps(rows, run) if s.id == "preflight"]
         steps = [*preflight, *plan_steps(plan)]
     results = [tool_result(row) for row in rows if row.role == "tool" and row.tool_activity]
-    return RunTrace(steps=steps, tool_results=results)
+    shown = msgspec.convert(plan, Plan) if plan is not None else None
+    return RunTrace(steps=steps, tool_results=results, plan=shown)
 
 
 def tool_result(row: ThreadMessage) -> RunToolResult:

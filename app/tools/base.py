@@ -6,6 +6,7 @@ parameters are a msgspec Struct; the JSON Schema given to the model is generated
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -92,16 +93,27 @@ class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
             exc.detail, error_type_for_status(exc.status_code), suggestion, **details
         )
 
-    def as_duplicate(self) -> ToolResult:
-        return msgspec.structs.replace(self, duplicate=True)
+    def as_duplicate(self, of: str = "") -> ToolResult:
+        """The result of the call `of`, answering an identical later call: a success's
+        `data.duplicate_of` names it and its cell says so (it did not run again)."""
+        if not self.ok or not of:
+            return msgspec.structs.replace(self, duplicate=True)
+        said = f"Duplicate of {of}, not run again"
+        shown = f"{said}: {self.display_message}" if self.display_message else said
+        data = {**(self.data or {}), "duplicate_of": of}
+        return msgspec.structs.replace(
+            self, duplicate=True, data=data, display_message=shown, preview=None
+        )
 
-    def to_model_content(self) -> str:
-        """Compact JSON for the tool message the model reads next."""
+    def to_model_content(self, call: str | None = None) -> str:
+        """Compact JSON for the tool message the model reads next; an error starts with
+        `call` (preview.call_signature: `tasks(action=create, title="…"): …`)."""
         if self.ok:
             shown = self.model_data if self.model_data is not None else self.data
             body: dict[str, Any] = {"ok": True, **(shown or {})}
         else:
-            body = {"type": "error", "ok": False, "error": self.error}
+            error = f"{call}: {self.error}" if call else self.error
+            body = {"type": "error", "ok": False, "error": error}
             body["error_type"] = self.error_type
             if self.suggestion:
                 body["suggestion"] = self.suggestion
@@ -179,6 +191,28 @@ class Tool:
     # "server": its code runs here; "mcp": a remote MCP server runs it (app/tools/mcp/).
     executor: ClassVar[Literal["server", "mcp"]] = "server"
     mcp_server: ClassVar[str | None] = None  # the MCP server's name (executor "mcp")
+    # The options a `tool_instances:` entry of the agent-types file may give this tool
+    # (None: it takes none); an instance holds them in `self.options`.
+    options_type: ClassVar[type[msgspec.Struct] | None] = None
+    options: msgspec.Struct | None = None
+
+    def configured(self, name: str, description: str | None, options: dict[str, Any]) -> Tool:
+        """This tool under `name` with `options` (checked against `options_type`): a
+        declared tool instance. Raises ValueError saying what is wrong."""
+        if self.options_type is None:
+            if options:
+                raise ValueError(f"{self.name} takes no options")
+            checked = None
+        else:
+            try:
+                checked = msgspec.convert(options, self.options_type, strict=True)
+            except msgspec.ValidationError as exc:
+                raise ValueError(f"{self.name} options: {exc}") from None
+        instance = copy.copy(self)
+        instance.name = name  # type: ignore[misc]  (an instance's own name)
+        instance.description = description or self.description  # type: ignore[misc]
+        instance.options = checked
+        return instance
 
     def check_arguments(
         self, args: dict[str, Any]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Literal
+from uuid import UUID
 
 import msgspec
 from litestar import Controller, get
@@ -12,6 +13,7 @@ from app.db.models import User
 from app.lib.problems import problems
 from app.lib.schema import Schema
 from app.tools.registry import ToolCatalogEntry, get_registry
+from app.tools.specialists import SpecialistTool
 from app.tools.toolsets import agent_types_offering
 
 
@@ -34,10 +36,13 @@ class ToolRead(Schema):
     # app posts the output (validated against `result_schema`) to …/messages/{id}/result.
     # "mcp": a remote MCP server (`mcp_server`) runs it; its cell's `data` on success is
     # `{type: "mcp_result", server, tool, structured_content?, text?}`.
-    executor: Literal["server", "device", "mcp"] = "server"
+    # "agent": one of your enabled specialist agents (`agent_id`), asked as `ask_<name>`
+    # by the agent types that delegate; its cell's `data` is `{answer, agent_name}`.
+    executor: Literal["server", "device", "mcp", "agent"] = "server"
     timeout_seconds: float = 30
     result_schema: dict[str, object] = {}  # device tools; {} for server tools
     mcp_server: str | None = None  # executor "mcp": the server's name in the agent-types file
+    agent_id: UUID | None = None  # executor "agent": the specialist asked
 
 
 class ToolList(Schema):
@@ -50,12 +55,36 @@ def tool_read(entry: ToolCatalogEntry) -> ToolRead:
     return msgspec.convert({**fields, "agent_types": agent_types_offering(entry.name)}, ToolRead)
 
 
+def ask_read(tool: SpecialistTool) -> ToolRead:
+    """A specialist as the tool delegating agents call (app/agents/delegates.py)."""
+    return ToolRead(
+        name=tool.name,
+        description=tool.description,
+        actions=[],
+        parameters=tool.parameters,
+        params_hint="message",
+        is_user_facing=True,
+        requires_confirmation=False,
+        confirmation_actions=[],
+        non_user_facing_actions=[],
+        agent_types=tool.agent_types,
+        result_schemas={},
+        executor="agent",
+        timeout_seconds=tool.timeout_seconds,
+        agent_id=tool.agent_id,
+    )
+
+
 class ToolController(Controller):
     path = "/api/tools"
     tags = ["tools"]
     security = SECURITY
 
     @get("/", operation_id="ListTools", responses=problems())
-    async def list_tools(self, current_user: User) -> ToolList:
-        """Every tool: its actions, parameters (JSON Schema) and how the app shows it."""
-        return ToolList(items=[tool_read(e) for e in get_registry().catalog()])
+    async def list_tools(
+        self, current_user: User, specialist_tools: list[SpecialistTool]
+    ) -> ToolList:
+        """Every tool: its actions, parameters (JSON Schema) and how the app shows it; then
+        the `ask_*` tool of each of your enabled specialist agents."""
+        registered = [tool_read(e) for e in get_registry().catalog()]
+        return ToolList(items=[*registered, *(ask_read(t) for t in specialist_tools)])

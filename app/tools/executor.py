@@ -42,6 +42,7 @@ class ToolCallCache:
 
     def __init__(self) -> None:
         self._entries: dict[tuple[str, bytes], asyncio.Future[ToolResult]] = {}
+        self._first_call: dict[tuple[str, bytes], str] = {}  # the call that ran it
         self._read_only: dict[tuple[str, bytes], str] = {}
 
     @staticmethod
@@ -53,13 +54,18 @@ class ToolCallCache:
         """An identical call was made (or is running) and its result is kept for repeats."""
         return key in self._entries
 
-    def claim(self, key: tuple[str, bytes]) -> asyncio.Future[ToolResult] | None:
-        """The earlier call's future, or None after reserving the key for this call."""
+    def claim(self, key: tuple[str, bytes], call_id: str = "") -> asyncio.Future[ToolResult] | None:
+        """The earlier call's future, or None after reserving the key for the call `call_id`."""
         existing = self._entries.get(key)
         if existing is not None:
             return existing
         self._entries[key] = asyncio.get_running_loop().create_future()
+        self._first_call[key] = call_id
         return None
+
+    def first_call(self, key: tuple[str, bytes]) -> str:
+        """The id of the call whose result answers repeats of `key`."""
+        return self._first_call.get(key, "")
 
     def settle(self, key: tuple[str, bytes], tool: Tool, action: str, result: ToolResult) -> None:
         future = self._entries[key]
@@ -251,14 +257,14 @@ async def execute_tool_call(
         result = await _run_tool(_with_events(ctx, call, events), tool, action, params)
         return await _finish(events, call, result, tool)
     key = ToolCallCache.key(name, action, params)
-    while (earlier := cache.claim(key)) is not None:
+    while (earlier := cache.claim(key, ctx.tool_call_id)) is not None:
         try:
             first = await asyncio.shield(earlier)
         except asyncio.CancelledError:
             if not earlier.cancelled():
                 raise  # this call itself is being cancelled
             continue  # the first call was abandoned: try to claim the key again
-        return await _finish(events, call, first.as_duplicate(), tool)
+        return await _finish(events, call, first.as_duplicate(cache.first_call(key)), tool)
     try:
         result = await _run_tool(_with_events(ctx, call, events), tool, action, params)
     except BaseException:

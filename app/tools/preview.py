@@ -7,6 +7,7 @@ last lines of streamed output.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Protocol
 
 MAX_LINES = 3
@@ -20,6 +21,27 @@ class Result(Protocol):
     data: dict[str, Any] | None
     display_message: str | None
     error: str | None
+
+
+SIGNATURE_VALUE_CHARS = 40
+_NOT_ARGUMENTS = frozenset({"delegated_by"})  # the cell's marks, not what the model sent
+
+
+def call_signature(name: str, arguments: dict[str, Any] | None) -> str:
+    """The call as the model wrote it, one line: `tasks(action=create, title="Buy milk")`;
+    long values end in `…`. Errors the model reads start with it, so a turn of several
+    calls knows which one failed. No arguments to show (not valid JSON): `name(…)`."""
+    if arguments is None:
+        return f"{name}(…)"
+    shown = []
+    for key, value in arguments.items():
+        if key in _NOT_ARGUMENTS or value is None:
+            continue
+        text = value if key == "action" and isinstance(value, str) else json.dumps(value)
+        if len(text) > SIGNATURE_VALUE_CHARS:
+            text = text[: SIGNATURE_VALUE_CHARS - 1] + "…"
+        shown.append(f"{key}={text}")
+    return f"{name}({', '.join(shown)})"
 
 
 def short(text: str) -> str:

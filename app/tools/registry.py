@@ -58,6 +58,9 @@ class ToolRegistry:
     def add_source(self, source: ToolSource) -> None:
         self._sources.append(source)
 
+    def sources(self) -> list[ToolSource]:
+        return list(self._sources)
+
     def remove_source(self, source: ToolSource) -> None:
         if source in self._sources:
             self._sources.remove(source)

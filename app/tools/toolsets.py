@@ -56,10 +56,25 @@ class AgentTypeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         return math.inf if wait == "until_answered" else float(wait)
 
 
+ToolName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+
+
+class ToolInstanceSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A registered tool under a name of its own, with options (`tool_instances:`): e.g.
+    two `web` tools searching different services. The tool checks `options`
+    (`Tool.configured`); toolsets name the instance like any tool."""
+
+    tool: str
+    description: str | None = None  # what the model reads; unset: the tool's own
+    options: dict[str, object] = {}
+    name: str = ""
+
+
 class _AgentTypesFile(msgspec.Struct, forbid_unknown_fields=True):
     agent_types: dict[str, AgentTypeConfig]
     device_tools: dict[str, DeviceToolSpec] = {}
     mcp_servers: dict[str, McpServerSpec] = {}
+    tool_instances: dict[ToolName, ToolInstanceSpec] = {}
 
 
 def _read_file(text: str, source: str) -> _AgentTypesFile:
@@ -102,6 +117,24 @@ def parse_mcp_servers(text: str, source: str = "agent_types.yaml") -> dict[str, 
     return servers
 
 
+def parse_tool_instances(
+    text: str, registered_tools: list[str], source: str = "agent_types.yaml"
+) -> dict[str, ToolInstanceSpec]:
+    """The file's tool instances, checked: each configures a registered tool under a new
+    name (their options are the tool's to check, when the registry builds them)."""
+    instances: dict[str, ToolInstanceSpec] = {}
+    for name, spec in _read_file(text, source).tool_instances.items():
+        if name in registered_tools:
+            raise AgentTypesError(f"{source}: tool instance {name!r} has the name of a tool.")
+        if spec.tool not in registered_tools:
+            raise AgentTypesError(
+                f"{source}: tool instance {name!r} configures unknown tool {spec.tool!r}; "
+                f"known tools: {', '.join(registered_tools)}."
+            )
+        instances[name] = msgspec.structs.replace(spec, name=name)
+    return instances
+
+
 def parse_agent_types(
     text: str, known_tools: list[str], source: str = "agent_types.yaml"
 ) -> dict[str, AgentTypeConfig]:
@@ -136,7 +169,7 @@ def load_agent_types(
     registry's, so this module (and the domain services that ask it which tools exist)
     never imports the builtin tools. Later calls reuse the one given first.
     """
-    global _AGENT_TYPES, _TOOL_NAMES, _DEVICE_TOOLS, _MCP_SERVERS
+    global _AGENT_TYPES, _TOOL_NAMES, _DEVICE_TOOLS, _MCP_SERVERS, _TOOL_INSTANCES
     if tool_names is not None:
         _TOOL_NAMES = tool_names
     file = Path(path) if path else DEFAULT_AGENT_TYPES_FILE
@@ -144,10 +177,14 @@ def load_agent_types(
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise AgentTypesError(f"Cannot read agent types file {file}: {exc.strerror}") from None
-    devices = parse_device_tools(text, _registered_tool_names(), source=str(file))
-    types = parse_agent_types(text, _registered_tool_names() + list(devices), source=str(file))
+    registered = _registered_tool_names()
+    devices = parse_device_tools(text, registered, source=str(file))
+    instances = parse_tool_instances(text, registered + list(devices), source=str(file))
+    known = registered + list(devices) + list(instances)
+    types = parse_agent_types(text, known, source=str(file))
     servers = parse_mcp_servers(text, source=str(file))
     _AGENT_TYPES, _DEVICE_TOOLS, _MCP_SERVERS = types, devices, servers
+    _TOOL_INSTANCES = instances
     return types
 
 
@@ -156,6 +193,7 @@ McpToolNames = Callable[[str], list[str]]  # server name -> its tools' names rig
 _AGENT_TYPES: dict[str, AgentTypeConfig] | None = None
 _DEVICE_TOOLS: dict[str, DeviceToolSpec] = {}
 _MCP_SERVERS: dict[str, McpServerSpec] = {}
+_TOOL_INSTANCES: dict[str, ToolInstanceSpec] = {}
 _TOOL_NAMES: ToolNames | None = None
 _MCP_TOOL_NAMES: McpToolNames | None = None
 
@@ -189,10 +227,19 @@ def _registered_tool_names() -> list[str]:
     return list(_TOOL_NAMES())
 
 
+def tool_instances() -> dict[str, ToolInstanceSpec]:
+    """The declared tool instances by name (empty until the agent-types file is loaded)."""
+    agent_types()
+    return _TOOL_INSTANCES
+
+
 def known_tool_names() -> list[str]:
-    """Every tool an agent may list in enabled_tools: registered (server) and device tools."""
+    """Every tool an agent may list in enabled_tools: registered (server), configured
+    instances, device and MCP tools."""
     agent_types()  # device tools are known once the file is read
-    return _registered_tool_names() + list(_DEVICE_TOOLS) + _all_mcp_tool_names()
+    registered = _registered_tool_names()
+    instances = [name for name in _TOOL_INSTANCES if name not in registered]
+    return registered + instances + list(_DEVICE_TOOLS) + _all_mcp_tool_names()
 
 
 def device_tools() -> dict[str, DeviceToolSpec]:

@@ -264,3 +264,14 @@ def unknown_tool(name: str, available: list[str]) -> ToolResult:
         suggestion=f"Use one of the available tools: {', '.join(available) or 'none'}.",
         available_tools=available,
     )
+
+
+def not_allowed(name: str, available: list[str]) -> ToolResult:
+    """A known tool the call may not use: this request's allow-list (`tools`) or the
+    agent's toolset leaves it out."""
+    return ToolResult.failure(
+        f"{name!r} is not allowed for this request.",
+        "permission_error",
+        suggestion=f"Use one of the allowed tools: {', '.join(available) or 'none'}.",
+        available_tools=available,
+    )

@@ -30,7 +30,7 @@ async def test_unanswered_approval_expires(api: OrchestratorApi) -> None:
     assert told == {
         "type": "error",
         "ok": False,
-        "error": "No one decided in time.",
+        "error": 'test_confirm(action=do, note="late"): No one decided in time.',
         "error_type": "timeout",
     }
     late = await api.client.post(

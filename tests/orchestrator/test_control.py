@@ -116,7 +116,8 @@ async def test_request_metadata_narrows_tools_and_runs_calls_first(api: Orchestr
     assert [t["function"]["name"] for t in request["tools"]] == ["test_echo"]
     results = [json.loads(m["content"]) for m in request["messages"] if m["role"] == "tool"]
     assert results[0] == {"ok": True, "text": "pre"}
-    assert results[1]["error_type"] == "validation_error"
+    assert results[1]["error_type"] == "permission_error"
+    assert results[1]["error"] == ("tasks(action=list): 'tasks' is not allowed for this request.")
 
 
 async def test_delegation_to_a_specialist(api: OrchestratorApi) -> None:

@@ -3,6 +3,8 @@ descriptions, unknown ones, chaining up to the depth limit, and the timeout."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.orchestrator.support import OrchestratorApi
@@ -133,3 +135,71 @@ async def test_a_specialist_that_does_not_answer_in_time_is_a_timeout(
     assert ask["error"] == "Slowpoke did not answer within 0.5 seconds."
     assert ask["preview"] == ["Slowpoke did not answer within 0.5 seconds."]
     assert (await api.messages(thread_id))[-1]["content"] == "It did not answer in time."
+
+
+async def test_ask_arguments_are_validated_like_every_tool(api: OrchestratorApi) -> None:
+    """Invalid JSON is reported as invalid JSON; a parameter the schema does not have
+    (additionalProperties: false) or a message that is not text is refused field by field;
+    each error carries an example call, and the specialist is never asked."""
+    await api.add_agent(name="Researcher", agent_type="specialist")
+    api.llm.script(
+        ToolCalls(
+            Call("ask_researcher", '{"message": "find x"'),
+            Call("ask_researcher", {"message": "find x", "urgency": "high"}),
+            Call("ask_researcher", {"message": 42}),
+            Call("ask_researcher", {}),
+        ),
+        Text("I will ask properly next time."),
+    )
+    thread_id, run = await api.turn("what is x?")
+    assert run["status"] == "completed", run
+    assert len(api.llm.requests) == 2  # no specialist loop ran
+    bad_json, extra, not_text, empty = [
+        m["tool_activity"] for m in await api.tool_messages(thread_id)
+    ]
+    assert bad_json["error"].startswith("Arguments are not valid JSON (")
+    assert extra["error"] == ("Invalid parameters for ask_researcher: urgency: unknown parameter.")
+    assert not_text["error"] == (
+        "Invalid parameters for ask_researcher: message: Expected `str`, got `int`."
+    )
+    assert empty["error"] == "message is required."
+    for activity in (bad_json, extra, not_text, empty):
+        assert activity["status"] == "failure" and activity["error_type"] == "validation_error"
+    # what the model reads: the self-correcting shape of every tool's errors
+    read = [
+        json.loads(m["content"]) for m in api.llm.requests[1]["messages"] if m["role"] == "tool"
+    ]
+    assert read[1]["errors"] == [{"field": "urgency", "message": "unknown parameter"}]
+    assert read[1]["allowed_params"] == ["message"]
+    assert read[2]["errors"] == [{"field": "message", "message": "Expected `str`, got `int`"}]
+    assert read[3]["required_param"] == "message"
+    for error in read:
+        assert error["type"] == "error" and error["error_type"] == "validation_error"
+        assert error["example"] == {"message": "your question, self-contained"}
+
+
+async def test_ask_tools_are_listed_in_the_catalog_and_the_agents_tools(
+    api: OrchestratorApi,
+) -> None:
+    researcher = await api.add_agent(
+        name="Researcher", agent_type="specialist", tool_description="Ask for facts."
+    )
+    await api.add_agent(name="Sleeper", agent_type="specialist", enabled=False)
+    researcher_id, assistant_id = str(researcher.id), str(api.user.agent.id)
+    await api.db.commit()
+    catalog = await api.client.get("/api/tools", headers=api.headers)
+    assert catalog.status_code == 200, catalog.text
+    asks = [t for t in catalog.json()["items"] if t["name"].startswith("ask_")]
+    assert [t["name"] for t in asks] == ["ask_researcher"]  # the disabled one is not offered
+    (ask,) = asks
+    assert ask["executor"] == "agent" and ask["agent_id"] == researcher_id
+    assert ask["description"] == "Ask for facts." and ask["params_hint"] == "message"
+    assert ask["parameters"]["additionalProperties"] is False
+    assert "tester" in ask["agent_types"]
+    agent = (await api.client.get(f"/api/agents/{assistant_id}", headers=api.headers)).json()
+    assert agent["tools"][-1] == "ask_researcher"
+    # a specialist is offered the others, never itself
+    itself = (await api.client.get(f"/api/agents/{researcher_id}", headers=api.headers)).json()
+    assert not [name for name in itself["tools"] if name.startswith("ask_")]
+    listed = (await api.client.get("/api/agents", headers=api.headers)).json()["items"]
+    assert {a["id"]: a["tools"] for a in listed}[assistant_id][-1] == "ask_researcher"

@@ -115,7 +115,7 @@ async def test_the_phone_reports_an_error_and_the_model_is_told(
     assert activity["status"] == "failure" and activity["error_type"] == "permission_error"
     assert (await api.wait_run(device_thread, run_id))["status"] == "completed"
     told = _told(api)
-    assert told["ok"] is False and told["error"] == "Location access is off."
+    assert told["ok"] is False and told["error"] == "device_location(): Location access is off."
 
 
 async def test_arguments_off_the_parameters_schema_fail_without_waiting(

@@ -137,6 +137,45 @@ async def test_metadata_as_strings_for_clients_that_send_only_strings(
     assert [t["function"]["name"] for t in api.llm.requests[0]["tools"]] == ["tasks"]
 
 
+async def test_a_bare_tool_call_name_and_a_call_outside_the_allow_list(
+    api: OrchestratorApi, openai_client: openai.AsyncOpenAI
+) -> None:
+    """`metadata.tool_calls: "tasks"` is a call by name like `metadata.tools: "tasks"`; a
+    pre-flight call of a tool the request's `tools` leaves out is not allowed (not unknown)."""
+    api.llm.script(Text("Done."), Text("Done again."))
+    completion = await openai_client.chat.completions.create(
+        model=str(api.user.agent.id),
+        messages=[{"role": "user", "content": "go"}],
+        metadata={"tool_calls": "tasks"},
+    )
+    [listed] = trace_of(completion)["tool_results"]
+    assert (listed["name"], listed["status"]) == ("tasks", "success")
+    assert listed["input"] == {"action": "list"}
+    completion = await openai_client.chat.completions.create(
+        model=str(api.user.agent.id),
+        messages=[{"role": "user", "content": "go"}],
+        metadata={  # type: ignore[arg-type]
+            "tools": ["tasks"],
+            "tool_calls": [{"name": "test_echo", "args": {"action": "echo", "text": "x"}}],
+        },
+    )
+    [refused] = trace_of(completion)["tool_results"]
+    assert refused["status"] == "failure" and refused["error_type"] == "permission_error"
+    assert refused["error"] == "'test_echo' is not allowed for this request."
+    assert refused["input"] == {"action": "echo", "text": "x"}
+    [read] = [m for m in api.llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert json.loads(read["content"])["available_tools"] == ["tasks"]
+    # an unknown name stays unknown
+    api.llm.script(Text("Done."))
+    completion = await openai_client.chat.completions.create(
+        model=str(api.user.agent.id),
+        messages=[{"role": "user", "content": "go"}],
+        metadata={"tool_calls": "no_such_tool"},
+    )
+    [unknown] = trace_of(completion)["tool_results"]
+    assert unknown["error"] == "Unknown tool 'no_such_tool'."
+
+
 async def test_a_completion_continues_an_owned_thread(
     api: OrchestratorApi, openai_client: openai.AsyncOpenAI
 ) -> None:

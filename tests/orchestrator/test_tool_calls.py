@@ -87,6 +87,16 @@ async def test_bad_calls_get_self_correcting_errors_and_do_not_sink_the_others(
     assert results[1]["error_type"] == "validation_error" and "title" in json.dumps(results[1])
     assert "test_echo" in results[2]["available_tools"]
     assert results[5] == {"ok": True, "text": "fine"}
+    # each error the model reads starts with the call it answers; the cell's error does not
+    assert [r["error"].partition(": ")[0] for r in results[:5]] == [
+        "tasks(…)",
+        "tasks(action=create)",
+        "no_such_tool(x=1)",
+        'test_raise(action=boom, text="x")',
+        "test_timeout(action=wait, seconds=5.0)",  # as parsed: a float parameter
+    ]
+    assert results[1]["error"] == "tasks(action=create): title is required for create action."
+    assert activities[1]["error"] == "title is required for create action."
 
 
 async def test_identical_calls_are_answered_once_and_the_loop_is_stopped(
@@ -102,6 +112,37 @@ async def test_identical_calls_are_answered_once_and_the_loop_is_stopped(
     messages = await api.messages(thread_id)
     assert "repeating" in messages[-1]["content"]
     assert _results(api, 2)[-1]["duplicate"] is True
+
+
+async def test_identical_calls_of_a_turn_show_as_duplicates_of_the_first(
+    api: OrchestratorApi,
+) -> None:
+    """Three identical creates: one task, one "Created" cell, two cells that name the call
+    that answered them (`data.duplicate_of`) and say so."""
+    same = {"action": "create", "title": "Buy milk"}
+    api.llm.script(
+        ToolCalls(
+            Call("tasks", same, id="c1"), Call("tasks", same, id="c2"), Call("tasks", same, id="c3")
+        ),
+        Text("Created it."),
+    )
+    thread_id, run = await api.turn("remind me to buy milk")
+    assert run["status"] == "completed", run
+    first, *repeats = [m["tool_activity"] for m in await api.tool_messages(thread_id)]
+    assert first["status"] == "success" and "duplicate_of" not in first["data"]
+    assert first["display_message"].startswith("Created")
+    for repeat in repeats:
+        assert repeat["status"] == "success"
+        assert repeat["data"]["duplicate_of"] == "c1"
+        assert repeat["data"]["task_id"] == first["data"]["task_id"]
+        assert repeat["display_message"] == (
+            f"Duplicate of c1, not run again: {first['display_message']}"
+        )
+    tasks = (await api.client.get("/api/tasks", headers=api.headers)).json()["items"]
+    assert [t["title"] for t in tasks] == ["Buy milk"]
+    read = _results(api)
+    assert "duplicate_of" not in read[0]
+    assert read[1]["duplicate_of"] == "c1" and read[1]["duplicate"] is True
 
 
 async def test_step_limit_ends_a_runaway_loop_with_a_clear_note(api: OrchestratorApi) -> None:

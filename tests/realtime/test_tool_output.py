@@ -24,6 +24,7 @@ from tests.realtime.conftest import ServerFactory, new_thread
 from tests.realtime.support import Server, WsClient
 from tests.support.fake_llm import Call, FakeLLM, Text, ToolCalls
 from tests.support.test_tools import StreamTool, register_test_tools, write_agent_types
+from tests.tools.http_servers import LocalServer, html
 
 
 @pytest.fixture
@@ -181,3 +182,91 @@ async def test_the_cell_keeps_a_capped_output_and_says_so(
         tool = next(m for m in stored.json()["items"] if m["role"] == "tool")["tool_activity"]
         assert tool["data"]["output"] == full[:3000]
         assert tool["data"]["truncated"] is True
+
+
+def frame_index(ws: WsClient, predicate: Any) -> int:
+    return next(i for i, frame in enumerate(ws.frames) if predicate(frame))
+
+
+def ended_cell(message_id: str) -> Any:
+    def ended(frame: dict[str, Any]) -> bool:
+        if frame["type"] != "message" or frame["message"]["id"] != message_id:
+            return False
+        return frame["message"]["tool_activity"]["status"] in ("success", "failure")
+
+    return ended
+
+
+async def test_a_specialists_answer_streams_into_its_ask_cell(
+    running: Any, fake: FakeLLM, tester: ApiUser
+) -> None:
+    answer = "The researcher looked it up: x is 42, as three sources agree."
+    fake.script(
+        ToolCalls(Call("ask_researcher", {"message": "what is x?"})),
+        Text(answer, pieces=5, pause=0.05),  # the specialist, written in five pieces
+        Text("x is 42."),
+    )
+    async with running() as (server, http), WsClient.connect(server.ws, tester.token) as ws:
+        created = await http.post(
+            "/api/agents",
+            json={"name": "Researcher", "agent_type": "specialist"},
+            headers=tester.headers,
+        )
+        assert created.status_code == 201, created.text
+        thread_id = await new_thread(http, tester)
+        await ws.subscribe(thread_id)
+        await ws.wait_type("subscribed")
+        run_id = await post(http, tester, thread_id)
+        assert (await run_ended(ws, run_id))["run"]["status"] == "completed"
+
+        ask_id = tool_frames(ws)[0]["message"]["id"]
+        frames = [f for f in outputs(ws) if f["message_id"] == ask_id]
+        assert len(frames) >= 2 and "".join(f["chunk"] for f in frames) == answer
+        assert [f["offset"] for f in frames] == [
+            sum(len(f["chunk"]) for f in frames[:i]) for i in range(len(frames))
+        ]
+        # live: the answer's frames came before the cell ended
+        last_chunk = frame_index(ws, lambda f: f is frames[-1])
+        assert last_chunk < frame_index(ws, ended_cell(ask_id))
+        final = tool_frames(ws)[-1]["message"]["tool_activity"]
+        assert final["name"] == "ask_researcher" and final["status"] == "success"
+        assert final["data"]["answer"] == answer and final["data"]["output"] == answer
+
+
+async def test_a_fetched_page_streams_its_readable_text(
+    running: Any, fake: FakeLLM, tester: ApiUser, db: AsyncSession
+) -> None:
+    paragraphs = [f"Paragraph {i} of a long page about streaming." for i in range(600)]
+    body = (
+        "<html><head><title>Long</title></head><body>"
+        + "".join(f"<p>{p}</p>" for p in paragraphs)
+        + "</body></html>"
+    )
+    site = LocalServer("127.0.0.1", lambda _: html(body))
+    await site.start()
+    tester.agent.agent_type = "tester_web"
+    await db.commit()
+    fake.script(
+        ToolCalls(Call("web", {"action": "fetch", "url": f"{site.origin}/long"})), Text("ok")
+    )
+    try:
+        async with (
+            running(web_fetch_allow_hosts=("127.0.0.1",)) as (server, http),
+            WsClient.connect(server.ws, tester.token) as ws,
+        ):
+            thread_id = await new_thread(http, tester)
+            await ws.subscribe(thread_id)
+            await ws.wait_type("subscribed")
+            run_id = await post(http, tester, thread_id)
+            assert (await run_ended(ws, run_id))["run"]["status"] == "completed"
+    finally:
+        await site.stop()
+    fetch_id = tool_frames(ws)[0]["message"]["id"]
+    frames = [f for f in outputs(ws) if f["message_id"] == fetch_id]
+    final = tool_frames(ws)[-1]["message"]["tool_activity"]
+    assert final["status"] == "success", final
+    streamed = "".join(f["chunk"] for f in frames)
+    assert streamed.strip() == final["data"]["content"]
+    assert final["data"]["content"].splitlines()[0] == paragraphs[0]
+    assert len({f["offset"] for f in frames}) == len(frames) > 2  # piece by piece
+    assert frame_index(ws, lambda f: f is frames[-1]) < frame_index(ws, ended_cell(fetch_id))

@@ -171,7 +171,8 @@ def register_test_tools() -> None:
 
 
 def write_agent_types(directory: Path) -> Path:
-    """The default agent types plus `tester` (test tools, delegation), `tester_reject` and
+    """The default agent types plus `tester` (test tools, delegation), `tester_web` (the web
+    tool alone), `tester_reject` and
     `tester_device` (device tools, one of them quick to expire), `tester_planner` (the
     test tools, planning first), `tester_parked` and `tester_days` (approvals that wait
     until answered, or two days)."""
@@ -184,6 +185,7 @@ def write_agent_types(directory: Path) -> Path:
         "delegation": True,
     }
     data["agent_types"]["tester_reject"] = {"tools": tools, "double_texting": "reject"}
+    data["agent_types"]["tester_web"] = {"tools": ["web"]}
     data["agent_types"]["tester_planner"] = {
         "tools": tools,
         "planner": True,

@@ -177,7 +177,8 @@ async def test_identical_call_is_a_duplicate_without_second_run(flaky: ToolHarne
     first = await flaky.call("flaky", {"action": "go", "mode": "ok"})
     second = await flaky.call("flaky", '{"mode": "ok", "action": "go"}')
     assert not first.duplicate and second.duplicate
-    assert second.data == first.data
+    assert second.data == {**first.data, "duplicate_of": flaky.ctx.tool_call_id}
+    assert second.display_message.startswith(f"Duplicate of {flaky.ctx.tool_call_id}")
     assert _FlakyTool.calls == ["ok"]
     assert '"duplicate":true' in second.to_model_content()
 

@@ -118,6 +118,9 @@ async def test_same_create_twice_in_a_run_creates_one_task(
 ) -> None:
     first = await harness.call("tasks", {"action": "create", "title": "Once"})
     second = await harness.call("tasks", {"action": "create", "title": "Once"})
-    assert second.duplicate and second.data == first.data
+    assert second.duplicate and second.data == {
+        **first.data,
+        "duplicate_of": harness.ctx.tool_call_id,
+    }
     count = len(list(await db.scalars(select(Task).where(Task.title == "Once"))))
     assert count == 1

@@ -32,6 +32,14 @@ class FetchParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ]
 
 
+class WebOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What a `web` tool instance may set (agent-types file, `tool_instances:`)."""
+
+    # A SearXNG-compatible endpoint of its own (unset: WEB_SEARCH_URL).
+    search_url: Annotated[str, msgspec.Meta(pattern=r"^https?://")] | None = None
+    result_limit: Annotated[int, msgspec.Meta(ge=1, le=RESULT_LIMIT)] = RESULT_LIMIT
+
+
 class WebSearchHit(Schema):
     url: str
     title: str
@@ -56,6 +64,7 @@ class WebTool(Tool):
     results = {"search": WebSearchResult, "fetch": WebFetchResult}
     read_only_actions = frozenset({"search", "fetch"})
     timeout_seconds = 45
+    options_type = WebOptions
     examples = {"search": {"query": "litestar websockets"}, "fetch": {"url": "https://example.com"}}
 
     def result_preview(self, action: str, result: ToolResult) -> list[str] | None:
@@ -66,8 +75,9 @@ class WebTool(Tool):
         return [data.get("title") or "Untitled page", str(data.get("url", ""))]
 
     async def search_action(self, ctx: ToolContext, params: SearchParams) -> ToolResult:
-        base = ctx.settings.web_search_url
-        if uses_demo_search(ctx):
+        options = self.options if isinstance(self.options, WebOptions) else WebOptions()
+        base = options.search_url or ctx.settings.web_search_url
+        if uses_demo_search(ctx) and not options.search_url:
             return _demo_results(params.query)
         if not base:
             return ToolResult.failure(
@@ -97,7 +107,7 @@ class WebTool(Tool):
         if response.status_code != 200:
             return ToolResult.failure(f"The search service answered HTTP {response.status_code}.",
                                       "system_error", query=params.query)  # fmt: skip
-        return _search_results(params.query, response.content)
+        return _search_results(params.query, response.content, options.result_limit)
 
     def __init__(
         self,
@@ -141,7 +151,7 @@ class _SearchAnswer(msgspec.Struct):
     number_of_results: float | int | None = None
 
 
-def _search_results(query: str, body: bytes) -> ToolResult:
+def _search_results(query: str, body: bytes, limit: int = RESULT_LIMIT) -> ToolResult:
     try:
         answer = msgspec.json.decode(body, type=_SearchAnswer)
     except msgspec.DecodeError:
@@ -149,7 +159,7 @@ def _search_results(query: str, body: bytes) -> ToolResult:
                                   query=query)  # fmt: skip
     results = [
         WebSearchHit(url=hit.url, title=hit.title, snippet=hit.content or "")
-        for hit in answer.results[:RESULT_LIMIT]
+        for hit in answer.results[:limit]
     ]
     total = int(answer.number_of_results) if answer.number_of_results else len(answer.results)
     data = WebSearchResult(query=query, results=results, total_results=total)

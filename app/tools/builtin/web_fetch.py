@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from app.lib.time import utcnow
 from app.tools.base import ToolContext, ToolData, ToolResult
 from app.tools.net.fetch import BytesReceived, FetchBlocked, FetchFailed, RawPage, SafeFetcher
-from app.tools.net.readable import decode, html_title, html_to_text, is_html, is_text
+from app.tools.net.readable import (
+    SLICE_CHARS,
+    decode,
+    html_title,
+    is_html,
+    is_text,
+    stream_html_to_text,
+)
 
 MAX_CONTENT_CHARS = 40_000
+Output = Callable[[str], Awaitable[None]]
+
+
+async def _nowhere(_: str) -> None:
+    return None
 
 
 async def fetch_page(ctx: ToolContext, fetcher: SafeFetcher, url: str) -> ToolResult:
@@ -39,7 +52,8 @@ async def fetch_page(ctx: ToolContext, fetcher: SafeFetcher, url: str) -> ToolRe
             suggestion="Fetch an HTML or text page instead.",
             url=page.url,
         )
-    return ToolResult.success(page_data(url, page), display_message=_display(page))
+    data = await page_data(url, page, _capped(ctx.output, MAX_CONTENT_CHARS))
+    return ToolResult.success(data, display_message=_display(page))
 
 
 def _size(count: int) -> str:
@@ -73,12 +87,30 @@ class WebFetchResult(ToolData, tag="fetched_page"):
     fetched_at: datetime
 
 
-def page_data(requested: str, page: RawPage) -> WebFetchResult:
+def _capped(output: Output, limit: int) -> Output:
+    """`output` for the first `limit` characters only (what `content` keeps)."""
+    sent = 0
+
+    async def emit(chunk: str) -> None:
+        nonlocal sent
+        if sent < limit:
+            await output(chunk[: limit - sent])
+            sent += len(chunk)
+
+    return emit
+
+
+async def page_data(requested: str, page: RawPage, output: Output = _nowhere) -> WebFetchResult:
+    """The page as readable text, streamed to `output` as it is extracted (`tool_output`
+    frames: the app shows the page while it is converted)."""
     text = decode(page.body, page.encoding)
     title = None
     if is_html(page.content_type, text):
         title = html_title(text)
-        text = html_to_text(text)
+        text = await stream_html_to_text(text, output)
+    else:
+        for start in range(0, min(len(text), MAX_CONTENT_CHARS), SLICE_CHARS):
+            await output(text[start : start + SLICE_CHARS])
     truncated = page.truncated or len(text) > MAX_CONTENT_CHARS
     return WebFetchResult(
         url=page.url,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from html.parser import HTMLParser
 
 import html2text
@@ -54,11 +55,46 @@ def html_title(html: str) -> str | None:
     return parser.title
 
 
-def html_to_text(html: str) -> str:
-    converter = html2text.HTML2Text()
+def _converter(out: Callable[[str], None] | None = None) -> html2text.HTML2Text:
+    converter = html2text.HTML2Text(out=out)
     converter.body_width = 0  # no hard wrapping
     converter.ignore_images = True
     converter.ignore_emphasis = True
     converter.protect_links = True
     converter.unicode_snob = True
-    return converter.handle(html).strip()
+    return converter
+
+
+def html_to_text(html: str) -> str:
+    return _converter().handle(html).strip()
+
+
+# html2text marks a non-breaking space with this until its output is joined.
+_NBSP_MARK = "&nbsp_place_holder;"
+SLICE_CHARS = 16_384  # HTML converted between two hand-overs of text (and loop yields)
+
+
+async def stream_html_to_text(
+    html: str, emit: Callable[[str], Awaitable[None]], *, slice_chars: int = SLICE_CHARS
+) -> str:
+    """`html_to_text`, handing each piece of readable text to `emit` as it is extracted
+    (the HTML is converted a slice at a time), leading blank lines left out."""
+    pieces: list[str] = []
+    converter = _converter(out=pieces.append)
+    text, started = "", False
+    for start in range(0, len(html) + 1, slice_chars):
+        converter.feed(html[start : start + slice_chars])
+        if start + slice_chars >= len(html):
+            converter.feed("")
+            converter.finish()  # closes the parser: the last pieces come out
+        chunk = "".join(pieces).replace(_NBSP_MARK, "\u00a0")
+        pieces.clear()
+        if not started:
+            chunk = chunk.lstrip()
+            started = bool(chunk)
+        if chunk:
+            text += chunk
+            await emit(chunk)
+        if start + slice_chars >= len(html):
+            break
+    return text.strip()
