@@ -8,12 +8,13 @@ from app.lib.time import utcnow
 from app.tools.base import ToolContext, ToolData, ToolResult
 from app.tools.net.fetch import BytesReceived, FetchBlocked, FetchFailed, RawPage, SafeFetcher
 from app.tools.net.readable import decode, html_title, html_to_text, is_html, is_text
+from app.tools.results import ToolProgress
 
 MAX_CONTENT_CHARS = 40_000
 
 
 async def fetch_page(ctx: ToolContext, fetcher: SafeFetcher, url: str) -> ToolResult:
-    await ctx.progress(display_message="Fetching page…", data={"url": url})
+    await ctx.progress(display_message="Fetching page…", data=ToolProgress(url=url))
     try:
         page = await fetcher.fetch(url)
     except FetchBlocked as exc:
@@ -54,7 +55,7 @@ def bytes_reporter(ctx: ToolContext) -> BytesReceived:
         of = f" of {_size(total)}" if total else ""
         await ctx.progress(
             display_message=f"Received {_size(received)}{of}…",
-            data={"bytes_received": received, "bytes_total": total},
+            data=ToolProgress(bytes_received=received, bytes_total=total),
         )
 
     return report
