@@ -50,8 +50,8 @@ from app.threads.run_controllers import RunController
 from app.tools import instances as tool_instances
 from app.tools.controllers import ToolController
 from app.tools.mcp.controllers import McpServerController
-from app.tools.mcp.plugin import McpPlugin, mcp_result_components
-from app.tools.registry import get_registry, result_components
+from app.tools.mcp.plugin import McpPlugin
+from app.tools.registry import get_registry
 from app.tools.toolsets import load_agent_types
 from app.usage.controllers import UsageController
 
@@ -100,11 +100,8 @@ def openapi_config() -> OpenAPIConfig:
         ),
         use_handler_docstrings=True,
         create_examples=False,
-        extra_schemas={
-            **frame_components(),
-            **result_components(get_registry().tools()),
-            **mcp_result_components(),
-        },
+        # The frames, and a cell's `data` union `ToolData` with every result type.
+        extra_schemas=frame_components(),
     )
 
 

@@ -100,6 +100,47 @@ def test_errors_are_documented_as_problem_details(document: dict[str, Any]) -> N
             assert schema == {"$ref": "#/components/schemas/ProblemDetail"}, (method, path, code)
 
 
+# Statuses only some operations can give, each with why (the others are derived from
+# what an operation is: app/lib/openapi_problems.py).
+SPECIFIC_ERRORS = {
+    ("post", "/api/auth/token"): {"429"},  # failed logins throttled
+    ("post", "/api/threads/{thread_id}/messages"): {"409", "429"},  # busy thread, budget
+    ("post", "/v1/chat/completions"): {"409", "429", "500", "504"},
+    ("put", "/api/mcp/servers/{server}/connection"): {"422"},  # the server refused the token
+}
+
+
+def test_every_operation_documents_every_error_it_can_answer(document: dict[str, Any]) -> None:
+    """400 and 503 everywhere, 401 where a token is needed, 404 where an id is in the path,
+    413 and 415 where a body is taken, and the statuses only some operations give."""
+    for method, path, operation in _operations(document):
+        if path.startswith("/api/health"):
+            continue  # no input, and a 503 of their own shape (test above)
+        expected = {"400", "503"}
+        expected |= {"401"} if operation.get("security") else set()
+        expected |= {"404"} if "{" in path else set()
+        expected |= {"413", "415"} if "requestBody" in operation else set()
+        expected |= SPECIFIC_ERRORS.get((method, path), set())
+        documented = {code for code in operation["responses"] if code[0] in "45"}
+        assert expected <= documented, (method, path, sorted(expected - documented))
+
+
+def test_problem_members_and_request_unions_are_typed_and_named(
+    document: dict[str, Any],
+) -> None:
+    schemas = document["components"]["schemas"]
+    run_id = schemas["ProblemDetail"]["properties"]["active_run_id"]
+    assert run_id == {"format": "uuid", "type": ["string", "null"]}
+    calls = schemas["MessageCreate"]["properties"]["tool_calls"]
+    assert calls["items"] == {"$ref": "#/components/schemas/PreflightToolCall"}
+    assert [m.get("type") or m["$ref"] for m in schemas["PreflightToolCall"]["oneOf"]] == [
+        "string",
+        "#/components/schemas/ToolCallRequest",
+    ]
+    # Always set once a cell exists: a generated client gets a non-optional date.
+    assert "started_at" in schemas["ToolActivity"]["required"]
+
+
 def test_protected_operations_declare_bearer_auth(document: dict[str, Any]) -> None:
     public = {("get", "/api/health"), ("get", "/api/health/ready"), ("post", "/api/auth/token")}
     for method, path, operation in _operations(document):

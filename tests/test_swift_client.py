@@ -19,7 +19,7 @@ import pytest
 
 from app.openapi_export import OPENAPI_FILE
 from app.realtime.asyncapi import CLIENT_FRAMES, SERVER_FRAMES
-from app.tools.registry import builtin_tools
+from app.tools.results import data_types
 
 pytestmark = pytest.mark.slow
 
@@ -27,8 +27,11 @@ pytestmark = pytest.mark.slow
 # and every websocket frame (components too, so one generator run gives an app all types).
 CELL_SCHEMAS = ("ThreadMessageRead", "ToolActivity", "RunRead")
 FRAME_SCHEMAS = tuple(f.__name__ for f in CLIENT_FRAMES + SERVER_FRAMES)
-# The `data` of each tool action's successful cell (GET /api/tools, result_schemas).
-RESULT_SCHEMAS = tuple(sorted({s.__name__ for t in builtin_tools() for s in t.results.values()}))
+# Every kind of a cell's `data`: each tool action's result, progress, error, … (ToolData).
+RESULT_SCHEMAS = tuple(sorted(s.__name__ for s in data_types()))
+# What docs/api.md tells a Swift developer to generate with: fallback cases for values
+# and union members a newer server may send.
+FALLBACKS = "enumUnknownDefaultCase=true,oneOfUnknownDefaultCase=true"
 GENERATOR = Path(sys.executable).with_name("openapi-generator-cli")
 # `case toolActivity = "tool_activity"` or, when the names agree, `case status`.
 CODING_KEY = re.compile(r'^\s+case (\w+)(?: = "([^"]+)")?$', re.MULTILINE)
@@ -56,6 +59,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
             str(out),
             "--global-property",
             "models,modelDocs=false,modelTests=false",
+            f"--additional-properties={FALLBACKS}",
         ],
         capture_output=True,
         text=True,
@@ -115,3 +119,21 @@ def test_frames_decode_as_an_enum_switching_on_type(
         tag, name = frame.__struct_config__.tag, frame.__name__
         assert f"case type{name}({name})" in source
         assert f'case "{tag}":\n            self = .type{name}(try {name}(from: decoder))' in source
+
+
+def test_a_cells_data_decodes_as_an_enum_with_a_fallback_case(models: Path) -> None:
+    """`data` is the union ToolData: a case per kind chosen by `type`, and a case for a
+    kind this app does not know yet instead of a decoding error (forward compatibility)."""
+    assert _swift_properties((models / "ToolActivity.swift").read_text())["data"] == "ToolData?"
+    source = (models / "ToolData.swift").read_text()
+    for struct in data_types():
+        tag, name = struct.__struct_config__.tag, struct.__name__
+        assert f'case "{tag}":\n            self = .type{name}(try {name}(from: decoder))' in source
+    assert "default:\n            self = .unknownDefaultOpenApi" in source
+
+
+def test_open_enums_and_frames_have_a_fallback_case(models: Path) -> None:
+    frames = (models / "ServerFrame.swift").read_text()
+    assert "default:\n            self = .unknownDefaultOpenApi" in frames
+    activity = (models / "ToolActivity.swift").read_text()
+    assert activity.count('case unknownDefaultOpenApi = "unknown_default_open_api"') == 2

@@ -14,7 +14,9 @@ from app.lib.security import token_digest
 from app.lib.time import utcnow
 from app.threads import activity as cell
 from app.threads.writer import create_message
-from app.tools.base import ToolResult
+from app.tools.base import ToolData, ToolResult
+from app.tools.builtin.memory import memory_result
+from app.tools.builtin.tasks import task_data
 
 DEMO_EMAIL = "demo@example.com"
 DEMO_PASSWORD = "demo-password"
@@ -58,8 +60,8 @@ async def _agent(
     return agent
 
 
-def _activity(call_id: str, name: str, input_: dict, data: dict, display: str) -> dict:
-    """A cell that ran and succeeded just now."""
+def _activity(call_id: str, name: str, input_: dict, data: ToolData, display: str) -> dict:
+    """A cell that ran and succeeded just now, its data built as the tool builds it."""
     now = utcnow()
     outcome = ToolResult.success(data, display_message=display)
     return cell.finished(cell.started(call_id, name, input_, now=now), outcome, now=now)
@@ -125,18 +127,12 @@ async def seed_demo(session: AsyncSession) -> str:
         )
         session.add(task)
         await session.flush()
-        data = {
-            "type": "task",
-            "task_id": str(task.id),
-            "task_title": task.title,
-            "task_status": "active",
-        }
         tool = _activity(
             "call_demo_task",
             "tasks",
             {"action": "create", "title": "Buy milk"},
-            data,
-            "Created task “Buy milk”",
+            task_data(task),
+            "Created “Buy milk”",
         )
         await _finished_turn(
             session,
@@ -150,13 +146,12 @@ async def seed_demo(session: AsyncSession) -> str:
         memory = Memory(owner_id=user.id, agent_id=assistant.id, content="Prefers oat milk")
         session.add(memory)
         await session.flush()
-        data = {"type": "memory", "memory_id": str(memory.id), "content": memory.content}
         tool = _activity(
             "call_demo_memory",
             "memory",
             {"action": "save", "content": "Prefers oat milk"},
-            data,
-            "Remembered: Prefers oat milk",
+            memory_result("save", memory, created=True),
+            "Saved to memory",
         )
         await _finished_turn(
             session,

@@ -29,6 +29,7 @@ from litestar.openapi.spec import OpenAPI, OpenAPIType, Schema
 from litestar.plugins import OpenAPISchemaPlugin
 
 from app.lib.openapi_docs import documented
+from app.lib.openapi_problems import with_problem_responses
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -203,6 +204,83 @@ class OptionalLiteralSchemaPlugin(OpenAPISchemaPlugin):
 
 
 NULL_SCHEMA = {"type": "null"}
+COMPONENT_REF = "#/components/schemas/{name}"
+# (component, property) -> the component that property's schema is, whatever its
+# Python type says: a field kept loosely typed in Python (a stored cell's `data`, read
+# without being decoded) that clients decode as a named type. Both documents apply it.
+_PROPERTY_REFS: dict[tuple[str, str], str] = {}
+
+
+def refer_property(struct: type, field: str, component: str) -> None:
+    """Publish `struct.field` as a reference to `component` (see `_PROPERTY_REFS`)."""
+    _PROPERTY_REFS[(struct.__name__, field)] = component
+
+
+# The value sets that may grow (docs/api.md, "Forward compatibility"), by their values.
+_OPEN_ENUMS: set[frozenset[Any]] = set()
+OPEN_ENUM_NOTE = (
+    "Open: may gain values; map one you do not know to a fallback (docs/api.md, "
+    "Forward compatibility)."
+)
+
+
+def open_enum(literal: Any) -> None:
+    """Publish the Literal's values, wherever an `enum` has exactly them, as an open set:
+    `x-extensible-enum` (the values known today) and a note in the description. Generated
+    clients keep a typed enum; a client must map an unknown value to a fallback."""
+    _OPEN_ENUMS.add(frozenset(get_args(literal)))
+
+
+def with_open_enums(node: Any) -> Any:
+    """`node` (a document or schemas) with every open enum marked (see `open_enum`)."""
+    if isinstance(node, list):
+        return [with_open_enums(value) for value in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: with_open_enums(value) for key, value in node.items()}
+    values = node.get("enum")
+    if "x-extensible-enum" in node or not isinstance(values, list):
+        return node  # marked already (a component written by msgspec, then the document)
+    if frozenset(v for v in values if v is not None) in _OPEN_ENUMS:
+        node["x-extensible-enum"] = [v for v in values if v is not None]
+        described = node.get("description")
+        node["description"] = f"{described} {OPEN_ENUM_NOTE}" if described else OPEN_ENUM_NOTE
+    return node
+
+
+# (component, array property) -> the name its items' schema is published under: an
+# inline union of items (`list[A | B]`) that generators cannot name gets a name.
+_NAMED_ITEMS: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def name_items(struct: type, field: str, component: str, description: str) -> None:
+    """Publish the items of the list `struct.field` as the component `component`."""
+    _NAMED_ITEMS[(struct.__name__, field)] = (component, description)
+
+
+def _named_items(schemas: dict[str, Any]) -> None:
+    for (name, field), (component, description) in _NAMED_ITEMS.items():
+        prop = schemas.get(name, {}).get("properties", {}).get(field)
+        items = prop.get("items") if prop else None
+        if items is None or "$ref" in items:
+            continue
+        schemas[component] = {"description": description, **items}
+        prop["items"] = {"$ref": COMPONENT_REF.format(name=component)}
+
+
+def with_property_refs(schemas: dict[str, Any]) -> dict[str, Any]:
+    """`schemas` (components by name) with every referred property pointing at its
+    component, and no longer required: a field so published is left out when unset;
+    and every named list's items a component of their own (`name_items`)."""
+    _named_items(schemas)
+    for (name, field), component in _PROPERTY_REFS.items():
+        schema = schemas.get(name)
+        if schema is None or field not in schema.get("properties", {}):
+            continue
+        schema["properties"][field] = {"$ref": COMPONENT_REF.format(name=component)}
+        if field in schema.get("required", ()):
+            schema["required"] = [r for r in schema["required"] if r != field]
+    return schemas
 
 
 def _null_type(member: dict[str, Any]) -> dict[str, Any] | None:
@@ -259,7 +337,8 @@ class _SwiftReadyOpenAPI(OpenAPI):
         schemas = document.setdefault("components", {}).setdefault("schemas", {})
         for name, schema in (self.extra_schemas or {}).items():
             schemas.setdefault(name, schema)  # Litestar's own schema of a Struct wins
-        return documented(document)
+        with_property_refs(schemas)
+        return documented(with_open_enums(with_problem_responses(document)))
 
 
 @dataclass

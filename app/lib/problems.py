@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from http import HTTPStatus
 from typing import Any
+from uuid import UUID
 
 import msgspec
 from advanced_alchemy.exceptions import NotFoundError
@@ -41,7 +42,7 @@ class ProblemDetail(msgspec.Struct, kw_only=True):
     status: int
     detail: str | None = None
     errors: list[FieldError] | None = None
-    active_run_id: str | None = None
+    active_run_id: UUID | None = None  # a 409 of a thread still working: its run
 
 
 class ProblemException(HTTPException):

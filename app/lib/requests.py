@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 from litestar import Request
-from litestar.exceptions import SerializationException, ValidationException
+from litestar.exceptions import HTTPException, SerializationException, ValidationException
 from litestar.types import Empty
 
 # The dependency that authenticates a request (app/accounts/deps.py).
@@ -49,6 +49,7 @@ class ApiRequest(Request[Any, Any, Any]):
         struct_type = data.annotation if data is not None else None
         if not (isinstance(struct_type, type) and issubclass(struct_type, msgspec.Struct)):
             return
+        self.check_media_type()
         try:
             msgspec.convert(value, struct_type, strict=True)
         except msgspec.ValidationError as exc:
@@ -56,6 +57,20 @@ class ApiRequest(Request[Any, Any, Any]):
                 "Validation failed for the request body.",
                 extra=[{"message": str(exc), "key": "body", "source": "body"}],
             ) from exc
+
+    def check_media_type(self) -> None:
+        """A body is JSON: one sent as another media type (a form, text) is a 415, so a
+        client learns it sent the wrong thing rather than having it read as JSON. No
+        `Content-Type` at all is read as JSON (clients that omit it)."""
+        sent = self.headers.get("content-type")
+        if sent is None:
+            return
+        media = sent.split(";", 1)[0].strip().lower()
+        if media != "application/json" and not media.endswith("+json"):
+            raise HTTPException(
+                status_code=415,
+                detail=f"The body must be JSON (Content-Type: application/json), not {media!r}.",
+            )
 
     @property
     def decoded_json(self) -> Any:

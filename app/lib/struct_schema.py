@@ -15,12 +15,13 @@ uses, so that one Swift (or Python) generator reads both:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgspec
 
-from app.lib.openapi import NULL_SCHEMA, swift_ready
+from app.lib.openapi import NULL_SCHEMA, swift_ready, with_open_enums, with_property_refs
 
 REF_TEMPLATE = "#/components/schemas/{name}"
 
@@ -80,6 +81,8 @@ def struct_components(roots: Iterable[type]) -> dict[str, dict[str, Any]]:
     roots = list(roots)
     _, schemas = msgspec.json.schema_components(roots, ref_template=REF_TEMPLATE)
     for name, info in _structs(roots).items():
+        if "description" in schemas[name]:  # a docstring's indentation is not its text
+            schemas[name]["description"] = inspect.cleandoc(schemas[name]["description"])
         properties = schemas[name].get("properties", {})
         if info.tag_field is not None:  # msgspec writes `enum: [tag]`; a const says "one value"
             properties[info.tag_field] = {"type": "string", "const": info.tag}
@@ -92,7 +95,7 @@ def struct_components(roots: Iterable[type]) -> dict[str, dict[str, Any]]:
                         member["format"] = "date-time"
             if field.encode_name in omitted:
                 properties[field.encode_name] = _without_null(prop)
-    return swift_ready(_typed_enums(schemas))
+    return with_open_enums(with_property_refs(swift_ready(_typed_enums(schemas))))
 
 
 def _typed_enums(node: Any) -> Any:
@@ -109,3 +112,33 @@ def _typed_enums(node: Any) -> Any:
         if node["type"] is None:
             del node["type"]
     return node
+
+
+def tagged_union(
+    structs: list[type], description: str, *, fallback: str | None = None
+) -> dict[str, Any]:
+    """One schema for Structs tagged by `type`: `oneOf` their `$ref`s with a
+    `discriminator`, so generators make an enum with a case per Struct (not one struct of
+    optionals). `fallback` makes the union open: documented as what a client does with
+    a `type` it does not know (`x-fallback`, a schema every member and future one fits)."""
+
+    def ref(struct: type) -> str:
+        return REF_TEMPLATE.format(name=struct.__name__)
+
+    union: dict[str, Any] = {
+        "description": description,
+        "oneOf": [{"$ref": ref(s)} for s in structs],
+        "discriminator": {
+            "propertyName": "type",
+            "mapping": {str(s.__struct_config__.tag): ref(s) for s in structs},  # type: ignore[attr-defined]
+        },
+    }
+    if fallback is not None:
+        union["description"] = f"{description} Open: {fallback}"
+        union["x-fallback"] = {
+            "type": "object",
+            "description": fallback,
+            "properties": {"type": {"type": "string"}},
+            "required": ["type"],
+        }
+    return union

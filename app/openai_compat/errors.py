@@ -33,7 +33,12 @@ _TYPES = {
     429: "rate_limit_error",
     504: "timeout_error",
 }
-_CODES = {401: "invalid_api_key", 404: "not_found", 413: "request_too_large"}
+_CODES = {
+    401: "invalid_api_key",
+    404: "not_found",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+}
 
 
 def openai_error(

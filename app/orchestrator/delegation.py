@@ -26,6 +26,7 @@ from app.orchestrator.history import DEFAULT_SYSTEM_PROMPT
 from app.orchestrator.llm import LLMError
 from app.settings import Settings
 from app.tools.base import ToolResult
+from app.tools.results import DelegationResult
 from app.tools.toolsets import AgentTypeConfig, effective_tools, get_agent_type
 from app.tools.validation import decode_arguments
 
@@ -155,5 +156,6 @@ async def answer(assignment: Assignment, outcome: Awaitable[Outcome]) -> ToolRes
     except LLMError as exc:
         return ToolResult.failure(f"{name} could not answer: {exc.message}", "system_error")
     return ToolResult.success(
-        {"answer": text or note or "", "agent_name": name}, display_message=f"{name} answered"
+        DelegationResult(answer=text or note or "", agent_name=name),
+        display_message=f"{name} answered",
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
+import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Thread, ThreadMessage
@@ -23,6 +24,7 @@ from app.threads.writer import update_message
 from app.tools.base import ToolResult
 from app.tools.device import schema_errors
 from app.tools.executor import with_preview
+from app.tools.results import DeviceToolOutput
 from app.tools.toolsets import get_device_tool
 from app.tools.validation import without_nul
 
@@ -42,7 +44,10 @@ def _outcome(name: str, body: DeviceToolResult) -> ToolResult:
             f"The output does not match the result schema of {name}.",
             errors=[{**error, "source": "body"} for error in errors],
         )
-    return ToolResult.success(without_nul(body.output))
+    output = without_nul(body.output)
+    success = ToolResult.success(DeviceToolOutput(tool=name, result=output))
+    # The model reads the output as the phone sent it; the cell has it typed.
+    return msgspec.structs.replace(success, model_data=output)
 
 
 async def submit_result(

@@ -10,9 +10,10 @@ import json
 import sys
 from typing import Any
 
-from app.lib.struct_schema import REF_TEMPLATE, struct_components
+from app.lib.struct_schema import REF_TEMPLATE, struct_components, tagged_union
 from app.realtime import events
 from app.settings import PROJECT_ROOT
+from app.tools.results import data_components
 
 ASYNCAPI_PATH = PROJECT_ROOT / "openapi" / "asyncapi.json"
 CLIENT_FRAMES: list[type[events.Frame]] = [
@@ -70,28 +71,25 @@ def _ref(struct: type) -> str:
     return REF_TEMPLATE.format(name=struct.__name__)
 
 
-def _tagged_union(structs: list[type[events.Frame]], description: str) -> dict[str, Any]:
-    """One schema for every frame of a direction, switching on `type`: generators make an
-    enum with a case per frame (not one struct of optionals)."""
-    return {
-        "description": description,
-        "oneOf": [{"$ref": _ref(s)} for s in structs],
-        "discriminator": {
-            "propertyName": "type",
-            "mapping": {_tag(s): _ref(s) for s in structs},
-        },
-    }
+SERVER_FRAME_FALLBACK = (
+    "new frame types may be added; decode `type` first and skip a frame whose `type` you "
+    "do not know (nothing needed to stay in sync comes only in a new frame type)."
+)
 
 
 def frame_components() -> dict[str, dict[str, Any]]:
-    """The frames' schemas (and those they contain), `ClientFrame` and `ServerFrame`.
+    """The frames' schemas (and those they contain, a cell's `data` union `ToolData`
+    with its members), `ClientFrame` and `ServerFrame`.
 
     Also components of openapi/openapi.json, so an app generating its models from that
     one document gets the frame types too.
     """
     schemas = struct_components(CLIENT_FRAMES + SERVER_FRAMES)  # `type`: a const per frame
-    schemas["ClientFrame"] = _tagged_union(CLIENT_FRAMES, "A frame the client sends.")
-    schemas["ServerFrame"] = _tagged_union(SERVER_FRAMES, "A frame the server sends.")
+    schemas.update(data_components())
+    schemas["ClientFrame"] = tagged_union(CLIENT_FRAMES, "A frame the client sends.")
+    schemas["ServerFrame"] = tagged_union(
+        SERVER_FRAMES, "A frame the server sends.", fallback=SERVER_FRAME_FALLBACK
+    )
     return schemas
 
 
@@ -100,8 +98,9 @@ def _asyncapi_schemas() -> dict[str, dict[str, Any]]:
     property by a string (`discriminator: "type"`), where OpenAPI's takes an object with a
     mapping (openapi.json keeps that form; the official parser rejects it here)."""
     schemas = frame_components()
-    for union in ("ClientFrame", "ServerFrame"):
-        schemas[union] = {**schemas[union], "discriminator": "type"}
+    for name, schema in schemas.items():
+        if isinstance(schema.get("discriminator"), dict):
+            schemas[name] = {**schema, "discriminator": schema["discriminator"]["propertyName"]}
     return schemas
 
 

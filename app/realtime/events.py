@@ -7,6 +7,7 @@ from uuid import UUID
 
 import msgspec
 
+from app.lib.openapi import open_enum
 from app.threads.schemas import RunRead, ThreadMessageRead
 
 
@@ -71,10 +72,14 @@ class PongFrame(Frame, tag="pong"):
     """The answer to `ping`."""
 
 
+FrameErrorType = Literal["bad_frame", "unknown_type", "not_found", "limit", "unauthorized"]
+open_enum(FrameErrorType)  # new values may come: clients keep a fallback
+
+
 class ErrorFrame(Frame, tag="error"):
     """A frame was refused (bad, unknown type, limit) or a thread is unknown; the socket stays open."""
 
-    error_type: Literal["bad_frame", "unknown_type", "not_found", "limit", "unauthorized"]
+    error_type: FrameErrorType
     error: str
     allowed_types: list[str] | None = None
     thread_id: UUID | None = None

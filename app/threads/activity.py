@@ -23,8 +23,10 @@ import math
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
+from app.lib.openapi import open_enum
 from app.lib.time import utcnow
 from app.tools.preview import call_signature
+from app.tools.results import error_data
 
 ToolStatus = Literal["in_progress", "awaiting_approval", "awaiting_device", "success", "failure"]
 IN_PROGRESS: ToolStatus = "in_progress"
@@ -34,6 +36,7 @@ SUCCESS: ToolStatus = "success"
 FAILURE: ToolStatus = "failure"
 WAITING_STATUSES: tuple[ToolStatus, ...] = (AWAITING_APPROVAL, AWAITING_DEVICE)
 OPEN_STATUSES: tuple[ToolStatus, ...] = (IN_PROGRESS, *WAITING_STATUSES)
+open_enum(ToolStatus)  # new values may come: clients keep a fallback
 
 WAITING_FOR_APPROVAL = "Waiting for your approval"
 APPROVED = "Approved"
@@ -54,6 +57,8 @@ class Outcome(Protocol):
     display_message: str | None
     error: str | None
     error_type: str | None
+    suggestion: str | None
+    details: dict[str, Any] | None
     preview: list[str] | None
 
 
@@ -141,12 +146,13 @@ def progressed(
     display_message: str | None = None,
     data: dict[str, Any] | None = None,
 ) -> Activity:
-    """A tool's progress report: a new display message and/or data merged in."""
+    """A tool's progress report: a new display message and/or data merged in (the data
+    of a running call is `type: "progress"`, app/tools/results.py's ToolProgress)."""
     changed = dict(activity or {})
     if display_message is not None:
         changed["display_message"] = display_message
     if data is not None:
-        changed["data"] = {**(changed.get("data") or {}), **data}
+        changed["data"] = {**(changed.get("data") or {}), **data, "type": "progress"}
     return changed
 
 
@@ -158,12 +164,21 @@ def output_appended(activity: Activity | None, *, output: str, truncated: bool) 
     return progressed(activity, data=streamed)
 
 
+def _streamed(activity: Activity) -> dict[str, Any]:
+    data = activity.get("data") or {}
+    return {key: data[key] for key in OUTPUT_KEYS if key in data}
+
+
 def _result_data(activity: Activity, outcome: Outcome) -> dict[str, Any] | None:
-    """Success: the tool's data plus the output it streamed; failure: the progress data."""
+    """Success: the tool's data plus the output it streamed; failure: the error (`type:
+    "error"` with its hints) plus the output streamed before it."""
+    streamed = _streamed(activity)
     if not outcome.ok:
-        return activity.get("data")
-    before = activity.get("data") or {}
-    streamed = {key: before[key] for key in OUTPUT_KEYS if key in before}
+        error = error_data(
+            outcome.error or "", outcome.error_type or "system_error",
+            outcome.suggestion, outcome.details,
+        )  # fmt: skip
+        return {**error, **streamed}
     if not streamed:
         return outcome.data
     data = {**(outcome.data or {}), "output": streamed["output"]}
@@ -175,7 +190,7 @@ def _result_data(activity: Activity, outcome: Outcome) -> dict[str, Any] | None:
 def finished(
     activity: Activity | None, outcome: Outcome, *, now: datetime | None = None
 ) -> Activity:
-    """The call's result: success with its data, or failure keeping the progress data;
+    """The call's result: success with its data, or failure with the error as data;
     streamed output is kept either way, and `preview` summarises the result."""
     activity = activity or {}
     return {
@@ -205,6 +220,7 @@ def denied(activity: Activity, error: str) -> Activity:
     return {
         **activity,
         "status": FAILURE,
+        "data": error_data(error, "permission_error"),
         "preview": _error_preview(error),
         "error": error,
         "error_type": "permission_error",
@@ -231,14 +247,12 @@ def closed(
     activity: Activity, *, error_type: str, error: str, now: datetime | None = None
 ) -> Activity:
     """An open cell whose run ended first (cancel, timeout, crash): failure. Its last
-    progress ("Received 29 KB of 293 KB…") no longer holds and goes; output it streamed
-    stays, as on every other end."""
-    data = activity.get("data") or {}
-    streamed = {key: data[key] for key in OUTPUT_KEYS if key in data}
+    progress ("Received 29 KB of 293 KB…") no longer holds and goes: the data is the
+    error; output it streamed stays, as on every other end."""
     return {
         **activity,
         "status": FAILURE,
-        "data": streamed or None,
+        "data": {**error_data(error, error_type), **_streamed(activity)},
         "display_message": None,
         "preview": _error_preview(error),
         "error": error,

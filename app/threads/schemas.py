@@ -6,6 +6,7 @@ from uuid import UUID
 
 import msgspec
 
+from app.lib.openapi import name_items, open_enum, refer_property
 from app.lib.schema import Input, NonNegativeInt, Schema
 from app.threads.activity import ToolStatus
 from app.threads.plan import Plan, PlanStepStatus
@@ -21,7 +22,17 @@ ToolName = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 Title = Annotated[str, msgspec.Meta(max_length=200)]
 
 
-class ToolActivity(Schema):
+# A cell's `data`: stored as the tool wrote it, published as the union `ToolData` of
+# every kind (app/tools/results.py). Left out of the body rather than null (a nullable
+# `$ref` has no form every generator reads: app/lib/openapi.py), so absent when unset.
+CellData = dict[str, Any] | None | msgspec.UnsetType
+
+
+def _unset_if_none(value: Any) -> Any:
+    return msgspec.UNSET if value is None else value
+
+
+class ToolActivity(Schema, kw_only=True):
     """A tool call as the app renders it: one cell."""
 
     # Written only through app/threads/activity.py (its statuses and transitions).
@@ -30,11 +41,12 @@ class ToolActivity(Schema):
     name: str
     status: ToolStatus
     input: dict[str, Any] | None = None
-    data: dict[str, Any] | None = None
+    # `type` tells the kind: the action's result, `progress`, `error` (ToolData).
+    data: CellData = msgspec.UNSET
     display_message: str | None = None
     error: str | None = None
     error_type: ErrorType | None = None
-    started_at: datetime | None = None
+    started_at: datetime  # set when the cell is created
     finished_at: datetime | None = None
     expires_at: datetime | None = None
     duration_ms: int | None = None  # once finished: finished_at - started_at
@@ -46,6 +58,7 @@ class ToolActivity(Schema):
     step_id: str | None = None  # the plan step this call executes (planner runs)
 
     def __post_init__(self) -> None:
+        self.data = _unset_if_none(self.data)
         # From the stored times, before the base class serves them in whole seconds.
         if self.duration_ms is None and self.started_at and self.finished_at:
             elapsed = self.finished_at - self.started_at
@@ -130,10 +143,14 @@ class RunToolResult(Schema):
     name: str
     input: dict[str, Any] | None
     status: ToolStatus
-    data: dict[str, Any] | None = None
+    data: CellData = msgspec.UNSET  # the cell's (ToolData), absent when it has none
     error: str | None = None
     error_type: ErrorType | None = None
     step_id: str | None = None
+
+    def __post_init__(self) -> None:
+        self.data = _unset_if_none(self.data)
+        super().__post_init__()
 
 
 class RunTrace(Schema):
@@ -214,5 +231,16 @@ class DeviceToolResult(Input):
     error: Annotated[str, msgspec.Meta(min_length=1, max_length=2000)] | None = None
     error_type: ErrorType | None = None
 
+
+open_enum(RunStatusName)
+refer_property(ToolActivity, "data", "ToolData")
+name_items(
+    MessageCreate,
+    "tool_calls",
+    "PreflightToolCall",
+    "A call run before the model: a tool's name alone (its one read-only action that "
+    "needs no parameter) or `{name, args}`.",
+)
+refer_property(RunToolResult, "data", "ToolData")
 
 __all__ = ("NonNegativeInt",)

@@ -29,13 +29,22 @@ if TYPE_CHECKING:
     from app.tools.unit import CallUnit
 
 
-class ToolData(Schema, tag_field="type"):
-    """The `data` of a successful call, one Struct per kind (`type`, its tag).
+class ToolData(Schema, tag_field="type", kw_only=True):
+    """A cell's `data`, one Struct per kind (`type`, its tag): a successful call's result,
+    a running call's progress, a failed call's error (app/tools/results.py lists them all).
 
     A tool declares the Struct of each action in `Tool.results`; GET /api/tools publishes
-    them per action and openapi/openapi.json has them as components, so an app decodes a
-    cell's `data` into a type. Built from these Structs, the data cannot drift from them.
+    them per action and openapi/openapi.json has them as components of the union
+    `ToolData`, so an app decodes a cell's `data` into a type. Built from these Structs,
+    the data cannot drift from them. Fields every kind may carry are declared here;
+    a new one must be optional (UNSET: left out), so old data still decodes.
     """
+
+    # What the call streamed (`ctx.output`), first TOOL_OUTPUT_MAX_CHARS characters;
+    # kept with the result or the error (app/threads/activity.py).
+    output: str | msgspec.UnsetType = msgspec.UNSET
+    # True once the streamed output was capped (a fetched page: its text was cut).
+    truncated: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from app.lib.openapi import open_enum
+
 ErrorType = Literal[
     "validation_error",
     "user_error",
@@ -18,6 +20,7 @@ ErrorType = Literal[
     "cancelled",
 ]
 ERROR_TYPES: tuple[str, ...] = ErrorType.__args__  # type: ignore[attr-defined]
+open_enum(ErrorType)  # new values may come: clients keep a fallback
 
 
 def error_type_for_status(status: int) -> ErrorType:

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from app.observability import calls, metrics
-from app.tools.base import Tool, ToolContext, ToolResult
+from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 from app.tools.events import LoggingToolEvents, ToolCall, ToolEvents
 from app.tools.preview import clamp, generic_preview
 from app.tools.registry import get_registry
@@ -191,8 +191,10 @@ def _with_events(ctx: ToolContext, call: ToolCall, events: ToolEvents) -> ToolCo
     streamed = 0
 
     async def progress(
-        display_message: str | None = None, data: dict[str, Any] | None = None
+        display_message: str | None = None, data: ToolData | dict[str, Any] | None = None
     ) -> None:
+        if isinstance(data, ToolData):  # ToolProgress (app/tools/results.py)
+            data = msgspec.to_builtins(data)
         display_message, data = without_nul(display_message), without_nul(data)
         await events.on_progress(call, display_message, data)
         await ctx.progress(display_message=display_message, data=data)

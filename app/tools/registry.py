@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from app.lib.struct_schema import REF_TEMPLATE, struct_components
+from app.lib.struct_schema import REF_TEMPLATE
 from app.tools.base import Tool
 from app.tools.device import DeviceToolSpec
 from app.tools.schema import params_hint
@@ -152,12 +152,6 @@ def _device_entry(spec: DeviceToolSpec) -> ToolCatalogEntry:
         result_schema=spec.result_schema or {},
         result_schemas={},
     )
-
-
-def result_components(tools: Iterable[Tool]) -> dict[str, dict[str, Any]]:
-    """The schemas of every tool's result Structs, as OpenAPI components."""
-    structs = {s for tool in tools for s in tool.results.values()}
-    return struct_components(sorted(structs, key=lambda s: s.__name__))
 
 
 def builtin_tools() -> list[Tool]:

@@ -45,3 +45,25 @@ async def test_undecodable_bodies_are_400_problems(
             response = await client.request(method, url, content=body, headers=headers)
             problem = assert_problem(response, 400)
             assert detail in problem["detail"], (method, url, name, problem)
+
+
+async def test_a_body_that_is_not_json_is_a_415_problem_after_the_token(
+    client: AsyncClient, alice: ApiUser
+) -> None:
+    """Every operation taking a body: another media type is a 415 (a form, text), never
+    read as JSON; no Content-Type is read as JSON; a bad token is a 401 first."""
+    body = b'{"title": "Renamed"}'
+    for method, url, headers in await _targets(client, alice):
+        for media in ("text/plain", "application/x-www-form-urlencoded"):
+            sent = {**headers, "content-type": media}
+            response = await client.request(method, url, content=body, headers=sent)
+            problem = assert_problem(response, 415)
+            assert media in problem["detail"], (method, url, problem)
+    thread_id = (await create_thread(client, alice))["id"]
+    url = f"/api/threads/{thread_id}"
+    bare = await client.patch(url, content=body, headers=alice.headers)  # no Content-Type
+    assert bare.status_code == 200, bare.text
+    typed = {**alice.headers, "content-type": "application/merge-patch+json; charset=utf-8"}
+    assert (await client.patch(url, content=body, headers=typed)).status_code == 200
+    stranger = {"authorization": "Bearer nope", "content-type": "text/plain"}
+    assert_problem(await client.patch(url, content=body, headers=stranger), 401)

@@ -23,6 +23,7 @@ from tests.conftest import _empty_all_tables, running_lifespan
 from tests.orchestrator.openai_client import openai_base_url, openai_client  # noqa: F401
 from tests.orchestrator.support import FrameRecorder, OrchestratorApi
 from tests.support.fake_llm import FakeLLM
+from tests.support.result_schemas import assert_cells_match_schema
 from tests.support.test_tools import register_test_tools, write_agent_types
 
 
@@ -117,3 +118,5 @@ async def api(
             finally:
                 await api.drain()
     await _empty_all_tables(session_factory)
+    # Whatever the test did, every cell it published carried data of its declared type.
+    assert_cells_match_schema(recorder.cells())

@@ -46,6 +46,14 @@ class FrameRecorder:
         finally:
             changes.unregister(sink)
 
+    def cells(self) -> list[dict]:
+        """Every tool cell as a `message` frame carried it, in the order published."""
+        return [
+            msgspec.to_builtins(frame.message.tool_activity)
+            for _, frame in self.frames
+            if isinstance(frame, MessageFrame) and frame.message.tool_activity is not None
+        ]
+
     async def wait_for(self, predicate: Callable[[Frame], bool], timeout: float = 10) -> Frame:  # noqa: ASYNC109
         async with asyncio.timeout(timeout):
             seen = 0

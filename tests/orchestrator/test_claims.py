@@ -86,7 +86,12 @@ async def test_expired_leases_are_failed_and_their_cells_closed(
     db.add(run)
     await db.flush()
     for status in ("in_progress", "awaiting_approval", "success"):
-        activity = {"id": f"call_{status}", "name": "tasks", "status": status}
+        activity = {
+            "id": f"call_{status}",
+            "name": "tasks",
+            "status": status,
+            "started_at": utcnow().isoformat(),
+        }
         await create_message(db, thread.id, role="tool", run_id=run.id, tool_activity=activity)
     await db.commit()
 

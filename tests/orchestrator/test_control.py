@@ -42,8 +42,9 @@ async def test_cancel_mid_tool_stops_within_two_seconds(api: OrchestratorApi) ->
     assert messages[1]["role"] == "assistant" and messages[1]["content"] == "Working on it"
     slow, echo = [m["tool_activity"] for m in messages if m["role"] == "tool"]
     assert slow["status"] == "failure" and slow["error_type"] == "cancelled"
-    # its last progress no longer holds: cleared, as every other end clears it
-    assert slow["display_message"] is None and slow["data"] is None
+    # its last progress no longer holds: replaced by the error, as on every other end
+    assert slow["display_message"] is None
+    assert slow["data"] == {"type": "error", "error": slow["error"], "error_type": "cancelled"}
     assert echo["status"] in ("success", "failure")  # it may have finished first
     assert len(api.llm.requests) == 1
 

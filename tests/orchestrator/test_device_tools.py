@@ -64,7 +64,11 @@ async def test_the_phone_answers_and_the_run_goes_on(
     answered = await api.client.post(url, json={"output": HERE}, headers=api.headers)
     assert answered.status_code == 200, answered.text
     assert answered.json()["tool_activity"]["status"] == "success"
-    assert answered.json()["tool_activity"]["data"] == HERE
+    assert answered.json()["tool_activity"]["data"] == {
+        "type": "device_result",
+        "tool": "device_location",
+        "result": HERE,
+    }
     again = await api.client.post(url, json={"output": HERE}, headers=api.headers)
     assert again.status_code == 409
 

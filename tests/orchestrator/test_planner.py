@@ -168,7 +168,8 @@ async def test_a_failed_tool_step_skips_the_rest_but_the_answer_comes(
     trace = await api.get_run(thread_id, run["id"])
     [result] = trace["tool_results"]
     assert result["status"] == "failure" and result["error_type"] == "system_error"
-    assert result["error"] and result["data"] is None and result["step_id"] == "boom"
+    assert result["error"] and result["step_id"] == "boom"
+    assert result["data"]["type"] == "error" and result["data"]["error"] == result["error"]
 
 
 async def test_cancelling_mid_plan_closes_the_plan_cell(api: OrchestratorApi) -> None:

@@ -39,7 +39,12 @@ async def test_each_tool_round_is_a_step_and_each_call_a_result(api: Orchestrato
     ]
     assert results[0]["input"] == {"action": "echo", "text": "one"}
     assert results[0]["data"] == {"text": "one"} and results[0]["error"] is None
-    assert results[2]["data"] is None and results[2]["error_type"] == "system_error"
+    assert results[2]["error_type"] == "system_error"
+    assert results[2]["data"] == {
+        "type": "error",
+        "error": results[2]["error"],
+        "error_type": "system_error",
+    }
     assert [r["message_id"] for r in results] == [t["id"] for t in tools]
     assert all(r["step_id"] is None for r in results)
 

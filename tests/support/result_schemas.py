@@ -42,3 +42,50 @@ def assert_matches_result_schema(tool: str, action: str, data: Any) -> None:
     [entry] = [e for e in get_registry().catalog() if e.name == tool]
     errors = result_schema_errors(entry.result_schemas[action], data)
     assert not errors, (tool, action, errors)
+
+
+TOOL_DATA = {"$ref": "#/components/schemas/ToolData"}
+
+
+def cell_data_errors(
+    activity: dict[str, Any], components: dict[str, Any] | None = None
+) -> list[str]:
+    """Why a cell's `data` is not what the documents declare for it: any data decodes as
+    the union `ToolData`; a failed cell's is an `error`, a running one's `progress`, a
+    waiting one has none; a successful builtin call's is its action's result type."""
+    data, status = activity.get("data"), activity["status"]
+    if data is None:
+        return [] if status != "success" else ["a successful cell without data"]
+    errors = result_schema_errors(TOOL_DATA, data, components)
+    expected = {"failure": "error", "in_progress": "progress"}.get(status)
+    if status in ("awaiting_approval", "awaiting_device"):
+        errors.append(f"a cell {status} with data {data!r}")
+    elif expected is not None and data.get("type") != expected:
+        errors.append(f"a cell {status} with data of type {data.get('type')!r}")
+    elif (
+        status == "success"
+        and (declared := _declared_type(activity)) is not None
+        and data.get("type") != declared
+    ):
+        errors.append(f"{activity['name']} returned {data.get('type')!r}, not {declared!r}")
+    return errors
+
+
+def _declared_type(activity: dict[str, Any]) -> str | None:
+    """The `type` of the result Struct the tool declares for the cell's action, if any."""
+    from app.tools.registry import get_registry
+
+    tool = get_registry().get(activity["name"])
+    action = (activity.get("input") or {}).get("action")
+    struct = tool.results.get(action) if tool is not None else None
+    return None if struct is None else str(struct.__struct_config__.tag)
+
+
+def assert_cells_match_schema(cells: list[dict[str, Any]]) -> None:
+    """Every cell's data decodes as published (the cells of test-only tools aside)."""
+    problems = {
+        (cell["id"], cell["name"], cell["status"]): errors
+        for cell in cells
+        if not cell["name"].startswith("test_") and (errors := cell_data_errors(cell))
+    }
+    assert not problems, problems

@@ -123,7 +123,7 @@ async def test_progress_reports_and_structured_content(catalog: McpCatalog) -> N
     result = await call(catalog, "t__count", {"steps": 3}, ctx=context(progress), events=events)
     assert result.ok, result
     assert [p["display_message"] for p in progress] == ["Step 1 of 3", "Step 2 of 3", "Step 3 of 3"]
-    assert progress[-1]["data"] == {"progress": 3, "total": 3}
+    assert progress[-1]["data"] == {"type": "progress", "progress": 3, "total": 3}
     assert events.kinds() == ["start", "progress", "progress", "progress", "end"]
     assert result.data is not None
     assert result.data["type"] == "mcp_result" and result.data["server"] == "t"

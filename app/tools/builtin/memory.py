@@ -89,7 +89,7 @@ def _item(memory: Memory) -> MemoryItem:
     return msgspec.convert(memory_data(memory), MemoryItem)
 
 
-def _memory_result(
+def memory_result(
     action: Literal["save", "forget"], memory: Memory, **extra: Any
 ) -> MemoryToolResult:
     return msgspec.convert({"action": action, **memory_data(memory), **extra}, MemoryToolResult)
@@ -132,7 +132,7 @@ class MemoryTool(Tool):
                 session, ctx.user.id, content=params.content.strip(), key=params.key,
                 tags=params.tags, agent_id=ctx.agent.id,
             )  # fmt: skip
-        data = _memory_result("save", memory, created=created)
+        data = memory_result("save", memory, created=created)
         return ToolResult.success(
             data, display_message="Saved to memory" if created else "Memory updated"
         )
@@ -180,6 +180,6 @@ class MemoryTool(Tool):
                     "user_error",
                     suggestion="Use search or recall to find the memory_id.",
                 )
-            data = _memory_result("forget", memory)
+            data = memory_result("forget", memory)
             await services.delete_memory(session, memory)
         return ToolResult.success(data, display_message="Forgot a memory")

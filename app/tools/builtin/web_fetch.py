@@ -16,6 +16,7 @@ from app.tools.net.readable import (
     is_text,
     stream_html_to_text,
 )
+from app.tools.results import ToolProgress
 
 MAX_CONTENT_CHARS = 40_000
 Output = Callable[[str], Awaitable[None]]
@@ -26,7 +27,7 @@ async def _nowhere(_: str) -> None:
 
 
 async def fetch_page(ctx: ToolContext, fetcher: SafeFetcher, url: str) -> ToolResult:
-    await ctx.progress(display_message="Fetching page…", data={"url": url})
+    await ctx.progress(display_message="Fetching page…", data=ToolProgress(url=url))
     try:
         page = await fetcher.fetch(url)
     except FetchBlocked as exc:
@@ -68,7 +69,7 @@ def bytes_reporter(ctx: ToolContext) -> BytesReceived:
         of = f" of {_size(total)}" if total else ""
         await ctx.progress(
             display_message=f"Received {_size(received)}{of}…",
-            data={"bytes_received": received, "bytes_total": total},
+            data=ToolProgress(bytes_received=received, bytes_total=total),
         )
 
     return report

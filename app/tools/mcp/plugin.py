@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig
@@ -31,14 +31,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("app.tools.mcp")
 STARTUP_WAIT_SECONDS = 5.0  # the first listing's longest wait; a slower server joins later
-
-
-def mcp_result_components() -> dict[str, Any]:
-    """The OpenAPI component of every MCP tool's `data` (its `result_schemas` point here)."""
-    from app.lib.struct_schema import struct_components
-    from app.tools.mcp.tool import McpToolResult
-
-    return struct_components([McpToolResult])
 
 
 class McpPlugin(InitPluginProtocol):

@@ -23,6 +23,7 @@ from app.tools.device import schema_errors
 from app.tools.mcp.config import McpServerSpec
 from app.tools.mcp.connect import StatusWatch, connect, describe_failure
 from app.tools.mcp.naming import tool_name
+from app.tools.results import ToolProgress
 from app.tools.schema import params_hint
 
 logger = logging.getLogger("app.tools.mcp")
@@ -111,7 +112,7 @@ class McpTool(Tool):
             return bearer
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            data: dict[str, Any] = {"progress": progress, "total": total}
+            data = ToolProgress(progress=progress, total=total)
             await ctx.progress(
                 display_message=message or _progress_text(progress, total), data=data
             )

@@ -1,0 +1,126 @@
+"""Every kind of cell `data`: the union `ToolData` that openapi/openapi.json and
+openapi/asyncapi.json publish for `tool_activity.data`.
+
+A tool's own results are declared in its `Tool.results` (tasks, web, memory, …); this
+module adds the kinds that are not one tool's: a running call's progress, a failed call's
+error, a specialist's answer (`ask_*`), a device tool's output, an MCP tool's result.
+Each is a `ToolData` Struct tagged by `type`, and the data is built through it, so the
+published schema is the data's own.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import msgspec
+
+from app.tools.base import ToolData
+from app.tools.errors import ErrorType
+
+logger = logging.getLogger(__name__)
+UNSET = msgspec.UNSET
+Unset = msgspec.UnsetType
+
+
+class ToolProgress(ToolData, tag="progress"):
+    """A running call's progress (`in_progress` cells): what the tool reported so far."""
+
+    url: str | Unset = UNSET  # web.fetch: the page being read
+    bytes_received: int | Unset = UNSET  # web.fetch: the body so far
+    bytes_total: int | Unset | None = UNSET  # web.fetch: the Content-Length, if sent
+    progress: float | Unset = UNSET  # an MCP server's progress notification
+    total: float | Unset | None = UNSET
+
+
+class ToolFieldError(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One bad argument of a refused call (`errors` of a `validation_error`)."""
+
+    field: str | None = None
+    message: str
+    allowed_values: list[str | int | float | bool] | None = None
+    source: str | None = None
+
+
+class ToolError(ToolData, tag="error"):
+    """A failed call (`failure` cells): the error the model read, with its hints.
+
+    `error` and `error_type` repeat the cell's own. The hints say what would be right
+    (`suggestion`, `allowed_actions`, `required_param`, `example`, `errors`, …); a tool
+    may add others of its own (`query`, `url`, `field`, …), so more keys can appear.
+    """
+
+    error: str
+    error_type: ErrorType
+    suggestion: str | Unset = UNSET
+    allowed_actions: list[str] | Unset = UNSET
+    required_param: str | Unset = UNSET
+    example: dict[str, Any] | Unset = UNSET
+    available_tools: list[str] | Unset = UNSET
+    allowed_fields: list[str] | Unset = UNSET
+    errors: list[ToolFieldError] | Unset = UNSET
+
+
+class DelegationResult(ToolData, tag="delegation_result"):
+    """A specialist's answer to an `ask_<specialist>` call."""
+
+    answer: str
+    agent_name: str
+
+
+class DeviceToolOutput(ToolData, tag="device_result"):
+    """A device tool's output as the phone posted it (`result` matches the tool's
+    `result_schema` in GET /api/tools)."""
+
+    tool: str
+    result: dict[str, Any]
+
+
+def error_data(
+    error: str,
+    error_type: str,
+    suggestion: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A failed call's `data`: the tool's hints (its own keys kept), then the error."""
+    core = {"error": error, "error_type": error_type}
+    if suggestion:
+        core["suggestion"] = suggestion
+    try:
+        data = msgspec.convert({**(details or {}), **core}, ToolError)
+    except msgspec.ValidationError:  # a hint of another shape: kept as the tool gave it
+        logger.warning("error hints of another shape: %s", sorted(details or {}))
+        data = msgspec.convert(core, ToolError)
+    return {**(details or {}), **msgspec.to_builtins(data)}
+
+
+def data_types() -> list[type[ToolData]]:
+    """Every kind of `data`, by its tag: the members of the published union."""
+    from app.tools.mcp.tool import McpToolResult
+    from app.tools.registry import builtin_tools
+
+    kinds = {s for tool in builtin_tools() for s in tool.results.values()}
+    kinds |= {McpToolResult, DelegationResult, DeviceToolOutput, ToolProgress, ToolError}
+    return sorted(kinds, key=lambda s: str(s.__struct_config__.tag))
+
+
+DATA_DESCRIPTION = (
+    "A cell's `data` (`tool_activity.data`), chosen by `type`: the result of the call's "
+    "tool and action (GET /api/tools, `result_schemas`), `progress` while it runs, "
+    "`error` once it failed."
+)
+DATA_FALLBACK = (
+    "new result types may be added; show a cell whose `data.type` you do not know from "
+    "its generic fields (`name`, `status`, `display_message`, `preview`, `error`)."
+)
+
+
+def data_components() -> dict[str, dict[str, Any]]:
+    """The schema of every kind of `data` (and what they contain), and their union
+    `ToolData`: components of openapi/openapi.json and openapi/asyncapi.json."""
+    from app.lib.struct_schema import struct_components, tagged_union
+
+    kinds = data_types()
+    schemas = struct_components(kinds)
+    schemas["ToolData"] = tagged_union(kinds, DATA_DESCRIPTION, fallback=DATA_FALLBACK)
+    return schemas
