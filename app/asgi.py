@@ -47,7 +47,7 @@ from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
 from app.tools.controllers import ToolController
-from app.tools.mcp.controllers import McpServerController
+from app.tools.mcp.controllers import McpOAuthCallbackController, McpServerController
 from app.tools.mcp.plugin import McpPlugin, mcp_result_components
 from app.tools.registry import get_registry, result_components
 from app.tools.toolsets import load_agent_types
@@ -72,6 +72,7 @@ ROUTES = [
     realtime_socket,
     ToolController,
     McpServerController,
+    McpOAuthCallbackController,
     OpenAIController,
     docs_assets,
     asyncapi_document,

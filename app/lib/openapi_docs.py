@@ -51,6 +51,8 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "ListMcpServers": "List the per-user MCP servers and whether you connected each",
     "ConnectMcpServer": "Connect a per-user MCP server with your token (stored encrypted)",
     "DisconnectMcpServer": "Revoke your connection to a per-user MCP server",
+    "StartMcpServerOAuth": "Start connecting a per-user MCP server through OAuth (its URL)",
+    "FinishMcpServerOAuth": "The OAuth redirect URI: exchange the code, store the tokens",
 }
 
 _THREAD_ID = "7c0e3b5e-2f4d-4c51-9a6e-0d3b8f1a2c44"

@@ -185,16 +185,18 @@ def _compact(value: Any) -> str:
 
 
 async def bearer_for(ctx: ToolContext, spec: McpServerSpec) -> str | ToolResult:
-    """The run's user's own token for a per-user server: only that user's runs use it."""
-    from app.tools.mcp.connections import OFF, user_token, vault_or_none
+    """The run's user's own token for a per-user server: only that user's runs use it
+    (an expired OAuth access token is refreshed first)."""
+    from app.tools.mcp.connections import OFF, vault_or_none
+    from app.tools.mcp.oauth import bearer
 
     vault = vault_or_none(ctx.settings.mcp_token_key)
     if vault is None:
         return ToolResult.failure(OFF, "system_error", server=spec.name)
-    token = await user_token(ctx.session_factory, ctx.user.id, spec.name, vault)
+    token = await bearer(ctx.session_factory, ctx.settings, ctx.user.id, spec.name, vault)
     if token is None:
         return ToolResult.failure(
-            f"{spec.name} is not connected for this user.",
+            f"{spec.name} is not connected for this user (or its connection needs renewing).",
             "permission_error",
             suggestion=f"Tell the user to connect {spec.name} in the app first.",
             server=spec.name,
