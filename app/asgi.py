@@ -36,6 +36,7 @@ from app.observability.plugin import observability_plugins
 from app.openai_compat.controllers import OpenAIController
 from app.orchestrator.approval_controller import ApprovalController
 from app.orchestrator.device_result_controller import DeviceResultController
+from app.orchestrator.input_answers import InputAnswerController
 from app.orchestrator.plugin import OrchestratorPlugin
 from app.push.controllers import LiveActivityController
 from app.push.plugin import PushPlugin
@@ -65,6 +66,7 @@ ROUTES = [
     MessageController,
     ApprovalController,
     DeviceResultController,
+    InputAnswerController,
     RunController,
     TaskController,
     DeviceController,

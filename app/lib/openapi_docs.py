@@ -33,6 +33,7 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "GetMessage": "Get one message with its tool activity",
     "DecideApproval": "Approve or deny a tool call that awaits approval",
     "SubmitDeviceToolResult": "Answer a tool call the phone runs (awaiting_device)",
+    "SubmitToolInput": "Answer a tool call that asks you for input (awaiting_input)",
     "GetRun": "Get a run's status and trace (steps, tool results)",
     "CancelRun": "Cancel a queued or running run",
     "ListTools": "List the tools agents can call: parameters, result schemas, how cells show",

@@ -22,10 +22,13 @@ from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 from app.tools.device import schema_errors
 from app.tools.mcp.config import McpServerSpec
 from app.tools.mcp.connect import StatusWatch, connect, describe_failure
+from app.tools.mcp.elicitation import Elicitation
 from app.tools.mcp.naming import tool_name
 from app.tools.schema import params_hint
 
 logger = logging.getLogger("app.tools.mcp")
+# The cell's words for the same expiry (app/threads/activity.py), said to the model too.
+INPUT_EXPIRED = "No one answered the request for input in time."
 MAX_TEXT_CHARS = 20_000  # what the model reads of a result's text (like a fetched page)
 
 
@@ -116,15 +119,20 @@ class McpTool(Tool):
                 display_message=message or _progress_text(progress, total), data=data
             )
 
+        asking = Elicitation(ctx, self.spec.name, self.remote)
         try:
-            async with connect(self.spec, watch, bearer=bearer) as client:
+            async with connect(self.spec, watch, bearer=bearer, elicitation=asking) as client:
                 result = await client.call_tool(
                     self.remote, arguments, progress_callback=on_progress
                 )
         except Exception as exc:
             if _being_cancelled():  # the SDK's streams may raise their own error instead
                 raise asyncio.CancelledError from exc
+            if asking.expired:
+                return _input_expired(self.spec.name)
             return self._transport_failure(exc, watch)
+        if asking.expired:  # the server was told `cancel`; the call timed out on the user
+            return _input_expired(self.spec.name)
         return self.result(result)
 
     def _transport_failure(self, exc: BaseException, watch: StatusWatch) -> ToolResult:
@@ -202,6 +210,15 @@ async def bearer_for(ctx: ToolContext, spec: McpServerSpec) -> str | ToolResult:
             server=spec.name,
         )
     return token
+
+
+def _input_expired(server: str) -> ToolResult:
+    return ToolResult.failure(
+        INPUT_EXPIRED,
+        "timeout",
+        suggestion="Ask the user in the chat, or call it again when they are there.",
+        server=server,
+    )
 
 
 def _being_cancelled() -> bool:
