@@ -37,6 +37,7 @@ from app.observability.plugin import observability_plugins
 from app.openai_compat.controllers import OpenAIController
 from app.orchestrator.approval_controller import ApprovalController
 from app.orchestrator.device_result_controller import DeviceResultController
+from app.orchestrator.input_answers import InputAnswerController
 from app.orchestrator.plugin import OrchestratorPlugin
 from app.push.controllers import LiveActivityController
 from app.push.plugin import PushPlugin
@@ -49,7 +50,7 @@ from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
 from app.tools import instances as tool_instances
 from app.tools.controllers import ToolController
-from app.tools.mcp.controllers import McpServerController
+from app.tools.mcp.controllers import McpOAuthCallbackController, McpServerController
 from app.tools.mcp.plugin import McpPlugin
 from app.tools.registry import get_registry
 from app.tools.toolsets import load_agent_types
@@ -67,6 +68,7 @@ ROUTES = [
     MessageController,
     ApprovalController,
     DeviceResultController,
+    InputAnswerController,
     RunController,
     TaskController,
     DeviceController,
@@ -74,6 +76,7 @@ ROUTES = [
     realtime_socket,
     ToolController,
     McpServerController,
+    McpOAuthCallbackController,
     OpenAIController,
     docs_assets,
     asyncapi_document,

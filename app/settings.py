@@ -370,6 +370,28 @@ class Settings:
             "tokens; unset: per-user MCP servers are off"
         ),
     ] = None
+    mcp_oauth_allow_hosts: Annotated[
+        tuple[str, ...],
+        Meta(
+            description="hosts MCP OAuth discovery and token requests may reach although they "
+            "resolve to private addresses (every other host must be public)"
+        ),
+    ] = ()
+    mcp_oauth_redirect_url: Annotated[
+        str | None,
+        Meta(
+            description="the public URL of `GET /api/mcp/oauth/callback` given to authorization "
+            "servers; unset: derived from the request that starts the flow"
+        ),
+    ] = None
+    mcp_oauth_return_url: Annotated[
+        str | None,
+        Meta(
+            description="where the OAuth callback sends the browser when done (the app's "
+            "callback URL, e.g. `toolcells://mcp-oauth`; `?server=…&status=…` appended); "
+            "unset: a short page"
+        ),
+    ] = None
     otel_enabled: Annotated[
         bool,
         Meta(

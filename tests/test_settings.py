@@ -122,6 +122,9 @@ DEFAULTS = {
     "metrics_token": None,
     "mcp_demo_server": True,
     "mcp_token_key": None,
+    "mcp_oauth_allow_hosts": (),
+    "mcp_oauth_redirect_url": None,
+    "mcp_oauth_return_url": None,
     "otel_enabled": False,
 }
 

@@ -33,6 +33,7 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "GetMessage": "Get one message with its tool activity",
     "DecideApproval": "Approve or deny a tool call that awaits approval",
     "SubmitDeviceToolResult": "Answer a tool call the phone runs (awaiting_device)",
+    "SubmitToolInput": "Answer a tool call that asks you for input (awaiting_input)",
     "GetRun": "Get a run's status and trace (steps, tool results)",
     "CancelRun": "Cancel a queued or running run",
     "ListTools": "List the tools agents can call: parameters, result schemas, how cells show",
@@ -51,6 +52,8 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "ListMcpServers": "List the per-user MCP servers and whether you connected each",
     "ConnectMcpServer": "Connect a per-user MCP server with your token (stored encrypted)",
     "DisconnectMcpServer": "Revoke your connection to a per-user MCP server",
+    "StartMcpServerOAuth": "Start connecting a per-user MCP server through OAuth (its URL)",
+    "FinishMcpServerOAuth": "The OAuth redirect URI: exchange the code, store the tokens",
 }
 
 _THREAD_ID = "7c0e3b5e-2f4d-4c51-9a6e-0d3b8f1a2c44"

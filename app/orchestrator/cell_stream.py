@@ -116,6 +116,18 @@ class CellStream:
         self._dirty = self._output_changed = False
         return changed
 
+    async def drained(self) -> Activity | None:
+        """The cell with every pending change applied and no write in flight, the stream
+        going on (a cell about to change status must not be overwritten by a flush that
+        read it before)."""
+        task = self._task
+        if task is not None and not task.done():
+            if not self._writing:
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        return self._pending(self._current()) if self._dirty else self._current()
+
     async def settled(self) -> Activity | None:
         """Stop flushing; the cell's latest state (pending changes applied) for the final
         write, or None when nothing is pending."""

@@ -33,6 +33,7 @@ from app.orchestrator.call_plan import (
 )
 from app.orchestrator.cell_stream import CellStream
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
+from app.orchestrator.input_requests import ask_user
 from app.orchestrator.llm import ModelTurn
 from app.orchestrator.reply import ReplyStream
 from app.orchestrator.waits import wait_for_user
@@ -215,6 +216,7 @@ class ToolCallRunner:
             settings=self.deps.settings,
             state=self.state.tool_state,
             unit=flight.unit,
+            ask=lambda asked: ask_user(self.deps, self.state, flight.message, flight.stream, asked),
         )
         return await execute_tool_call(
             ctx,

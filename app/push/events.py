@@ -6,7 +6,7 @@ its Live Activities) is marked on the run row by the very UPDATE that ends it
 (`runs.push_due`, true only if a device not watching or a Live Activity may need it), so
 a turn that pushes nothing costs no statement more; the sender turns due runs into
 events (app/push/fanout.py). A tool call waiting for the user (`awaiting_approval`,
-`awaiting_device`) adds a `PushEvent` row. Either commits with the change or not at all;
+`awaiting_device`, `awaiting_input`) adds a `PushEvent` row. Either commits with the change or not at all;
 after commit the sender is woken (app/db/outbox.on_commit) and fans out to devices,
 checking again who is watching.
 
@@ -30,7 +30,7 @@ from app.push import repository
 from app.threads import activity, changes
 
 ENDED = frozenset({"completed", "failed", "cancelled"})
-WAITING = frozenset({"awaiting_approval", "awaiting_device"})
+WAITING = frozenset({"awaiting_approval", "awaiting_device", "awaiting_input"})
 REMINDER_LEAD_SECONDS = 3600.0  # a long wait is recalled an hour before it ends
 REMINDER_MIN_WAIT_SECONDS = 120.0  # a shorter wait gets no reminder
 

@@ -22,6 +22,12 @@ from app.lib.schema import served_timestamp
 # Categories the app registers (UNNotificationCategory) to offer actions.
 APPROVAL_CATEGORY = "APPROVAL_REQUEST"  # actions: approve / deny (POST …/approval)
 DEVICE_CATEGORY = "DEVICE_REQUEST"  # opens the app so it runs the device tool
+INPUT_CATEGORY = "INPUT_REQUEST"  # opens the app to answer a tool's question (…/input)
+# status -> (category, payload kind); anything else waiting is an approval
+WAIT_KINDS = {
+    "awaiting_device": (DEVICE_CATEGORY, "device_request"),
+    "awaiting_input": (INPUT_CATEGORY, "input_request"),
+}
 ANSWER_CATEGORY = "RUN_COMPLETED"
 FAILURE_CATEGORY = "RUN_FAILED"
 
@@ -120,10 +126,10 @@ def tool_waiting(
     expires_at: datetime | None,
     reminder: bool = False,
 ) -> Alert:
-    """A time-sensitive alert: a tool call waits for the user (approval, or the device);
+    """A time-sensitive alert: a tool call waits for the user (approval, the device, or an
+    answer to its question);
     a `reminder` recalls one still waiting before it expires (its own body key)."""
-    device = status == "awaiting_device"
-    key = "DEVICE_REQUEST" if device else "APPROVAL_REQUEST"
+    key, kind = WAIT_KINDS.get(status, (APPROVAL_CATEGORY, "approval_request"))
     alert = {
         "title-loc-key": f"{key}_TITLE",
         "title-loc-args": [title],
@@ -134,7 +140,7 @@ def tool_waiting(
         "alert": alert,
         "sound": "default",
         "thread-id": str(thread_id),
-        "category": DEVICE_CATEGORY if device else APPROVAL_CATEGORY,
+        "category": key,
         "interruption-level": "time-sensitive",
     }
     # Past its expiry the request is void: APNs must not deliver it late.
@@ -142,7 +148,7 @@ def tool_waiting(
     return Alert(
         payload={
             "aps": aps,
-            "kind": "device_request" if device else "approval_request",
+            "kind": kind,
             "tool_name": tool_name,
             "reminder": reminder,
             "expires_at": served_timestamp(expires_at) if expires_at else None,

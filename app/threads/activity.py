@@ -8,8 +8,10 @@ here, so a new status or field is one edit in this module:
              ├─> awaiting_approval ─┬─> approved (in_progress) ─> …
              │                      ├─> denied (failure: permission_error)
              │                      └─> expired (failure: timeout, never a denial)
-             └─> awaiting_device ─┬─> answered (success | failure: the phone's result)
-                                  └─> expired (failure: timeout)
+             ├─> awaiting_device ─┬─> answered (success | failure: the phone's result)
+             │                    └─> expired (failure: timeout)
+             └─> (in_progress) awaiting_input ─┬─> input given (in_progress) ─> …
+                                               └─> expired (failure: timeout)
     any open cell ─> closed (failure: the run ended first)
 
 Each function returns a new dict (the input is never changed); timestamps are ISO
@@ -28,13 +30,17 @@ from app.lib.time import utcnow
 from app.tools.preview import call_signature
 from app.tools.results import error_data
 
-ToolStatus = Literal["in_progress", "awaiting_approval", "awaiting_device", "success", "failure"]
+ToolStatus = Literal[
+    "in_progress", "awaiting_approval", "awaiting_device", "awaiting_input", "success", "failure"
+]
 IN_PROGRESS: ToolStatus = "in_progress"
 AWAITING_APPROVAL: ToolStatus = "awaiting_approval"
 AWAITING_DEVICE: ToolStatus = "awaiting_device"  # a device tool: the phone runs it
+# A running call (an MCP tool) asks the user for input; `data.input_request` says what.
+AWAITING_INPUT: ToolStatus = "awaiting_input"
 SUCCESS: ToolStatus = "success"
 FAILURE: ToolStatus = "failure"
-WAITING_STATUSES: tuple[ToolStatus, ...] = (AWAITING_APPROVAL, AWAITING_DEVICE)
+WAITING_STATUSES: tuple[ToolStatus, ...] = (AWAITING_APPROVAL, AWAITING_DEVICE, AWAITING_INPUT)
 OPEN_STATUSES: tuple[ToolStatus, ...] = (IN_PROGRESS, *WAITING_STATUSES)
 open_enum(ToolStatus)  # new values may come: clients keep a fallback
 
@@ -44,6 +50,10 @@ APPROVED = "Approved"
 EXPIRED = "No one decided in time."
 WAITING_FOR_DEVICE = "Waiting for your phone"
 DEVICE_EXPIRED = "The phone did not answer in time (the app may be closed)."
+INPUT_EXPIRED = "No one answered the request for input in time."
+INPUT_GIVEN = "Answered"
+# `data` keys of an input request and its answer: they leave the cell when the call resumes
+INPUT_KEYS = ("input_request", "input_response")
 INTERRUPTED = "interrupted"  # the error of a cell closed because its run stopped
 
 Activity = dict[str, Any]
@@ -230,10 +240,46 @@ def denied(activity: Activity, error: str) -> Activity:
     }
 
 
+def awaiting_input(
+    activity: Activity, request: dict[str, Any], ttl: float, *, now: datetime | None = None
+) -> Activity:
+    """A running call asks the user (`request`: what, and the schema of the answer); it
+    waits `ttl` seconds, its progress data kept beside the request."""
+    now = now or utcnow()
+    return {
+        **activity,
+        "status": AWAITING_INPUT,
+        "display_message": request.get("message") or "Waiting for your answer",
+        "data": {**(activity.get("data") or {}), "input_request": request},
+        "expires_at": _expiry(now, ttl),
+    }
+
+
+def input_given(activity: Activity, response: dict[str, Any]) -> Activity:
+    """The user answered: the call runs again, the answer in `data.input_response` for the
+    runner to read (it drops both keys when it resumes the call: `resumed`)."""
+    data = {k: v for k, v in (activity.get("data") or {}).items() if k != "input_request"}
+    return {
+        **activity,
+        "status": IN_PROGRESS,
+        "display_message": INPUT_GIVEN,
+        "data": {**data, "input_response": response},
+        "expires_at": None,
+    }
+
+
+def resumed(activity: Activity) -> Activity:
+    """The running call's cell once the runner took the answer: request and answer gone."""
+    data = {k: v for k, v in (activity.get("data") or {}).items() if k not in INPUT_KEYS}
+    return {**activity, "data": data or None}
+
+
 def expired(activity: Activity) -> Activity:
     """Nobody answered in time: the call timed out (an approval is never recorded as a
     denial, a device call as the phone's refusal)."""
-    error = DEVICE_EXPIRED if is_awaiting_device(activity) else EXPIRED
+    error = {AWAITING_DEVICE: DEVICE_EXPIRED, AWAITING_INPUT: INPUT_EXPIRED}.get(
+        str(status_of(activity)), EXPIRED
+    )
     return closed(activity, error_type="timeout", error=error)
 
 

@@ -232,6 +232,15 @@ class DeviceToolResult(Input):
     error_type: ErrorType | None = None
 
 
+class InputAnswer(Input):
+    """The user's answer to a tool call waiting in `awaiting_input`: `accept` with
+    `content` (an object matching `data.input_request.requested_schema`), or `decline` /
+    `cancel` without it (the MCP elicitation result's actions)."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
 open_enum(RunStatusName)
 refer_property(ToolActivity, "data", "ToolData")
 name_items(

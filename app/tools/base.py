@@ -141,6 +141,10 @@ async def _no_output(_: str) -> None:
     return None
 
 
+async def _no_one_to_ask(_: dict[str, Any]) -> dict[str, Any] | None:
+    return None
+
+
 @dataclass
 class ToolContext:
     """Everything a tool may use. Tenant ids come from here, never from model arguments."""
@@ -158,6 +162,10 @@ class ToolContext:
     # await ctx.output(chunk): streams text to the app (a `tool_output` frame per chunk)
     # and into the cell's `data.output`, written coalesced like progress.
     output: Callable[[str], Awaitable[None]] = _no_output
+    # await ctx.ask(request): the cell waits as `awaiting_input` showing `request` until the
+    # user answers (the answer, a dict) or the wait expires (None); the tool's own timeout
+    # is paused meanwhile. Outside a run there is no one to ask: None at once.
+    ask: Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]] = _no_one_to_ask
     # Per-run scratch shared by tools (e.g. the web search count).
     state: dict[str, Any] = field(default_factory=dict)
     # Set by the orchestrator: the unit of work commits with the call's cell (unit.py).

@@ -152,8 +152,11 @@ async def _run_tool(
     ctx: ToolContext, tool: Tool, action: str, params: msgspec.Struct
 ) -> ToolResult:
     try:
-        async with asyncio.timeout(tool.timeout_seconds), calls.tool_call(tool.name, action):
-            result = await tool.run(ctx, action, params)
+        async with (
+            asyncio.timeout(tool.timeout_seconds) as limit,
+            calls.tool_call(tool.name, action),
+        ):
+            result = await tool.run(_timeout_paused_while_asking(ctx, limit), action, params)
     except TimeoutError:
         return ToolResult.failure(
             f"{tool.name}.{action} did not finish within {tool.timeout_seconds:g} seconds.",
@@ -170,6 +173,24 @@ async def _run_tool(
         logger.error("tool %s.%s returned %r", tool.name, action, type(result))
         return ToolResult.failure(SAFE_SYSTEM_ERROR, "system_error")
     return result
+
+
+def _timeout_paused_while_asking(ctx: ToolContext, limit: asyncio.Timeout) -> ToolContext:
+    """The tool's limit measures the tool, not the user: it stops while `ctx.ask` waits
+    for an answer and resumes with what was left."""
+    asked = ctx.ask
+
+    async def ask(request: dict[str, Any]) -> dict[str, Any] | None:
+        loop = asyncio.get_running_loop()
+        deadline = limit.when()
+        left = None if deadline is None else max(0.0, deadline - loop.time())
+        limit.reschedule(None)
+        try:
+            return await asked(request)
+        finally:
+            limit.reschedule(None if left is None else loop.time() + left)
+
+    return dataclasses.replace(ctx, ask=ask)
 
 
 def storable(result: ToolResult) -> ToolResult:

@@ -96,3 +96,15 @@ def test_hand_written_times_match_what_structs_serve() -> None:
 
     encoded = msgspec.json.decode(msgspec.json.encode(Served(at=LOCAL)))["at"]
     assert served_timestamp(LOCAL) == encoded == "2026-11-26T14:19:52Z"
+
+
+def test_a_question_from_a_tool_opens_the_app_to_answer_it() -> None:
+    """`awaiting_input` (an MCP server asks the user): its own category, not an approval's
+    approve/deny actions (which would answer 409)."""
+    ids = {"thread_id": uuid7(), "run_id": uuid7(), "message_id": uuid7(), "seq": 3}
+    alert = payloads.tool_waiting(
+        **ids, title="Chat", status="awaiting_input", tool_name="t__book", expires_at=None
+    )
+    assert alert.payload["kind"] == "input_request"
+    assert alert.payload["aps"]["category"] == payloads.INPUT_CATEGORY == "INPUT_REQUEST"
+    assert alert.payload["aps"]["alert"]["loc-key"] == "INPUT_REQUEST_BODY"

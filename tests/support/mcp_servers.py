@@ -6,15 +6,30 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Annotated, Any
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    Context,
+    Elicit,
+    ElicitationResult,
+    MCPServer,
+    Resolve,
+)
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
 from app.tools.mcp.demo_server import RunningServer, serve_in_thread, streamable_app
 
 TOKEN = "s3cret-token"
+
+
+class Seats(BaseModel):
+    seats: int
+
+
+async def ask_seats(show: str) -> Elicit[Seats]:
+    return Elicit(f"How many seats for {show}?", Seats)
 
 
 class Counted(BaseModel):
@@ -60,6 +75,15 @@ def build_test_server() -> MCPServer:
         server.add_tool(extra, name="extra")
         await ctx.notify_tools_changed()
         return "grown"
+
+    @server.tool(structured_output=False)
+    async def book(
+        show: str, answer: Annotated[ElicitationResult[Seats], Resolve(ask_seats)]
+    ) -> str:
+        """Book seats for a show, asking the user how many."""
+        if isinstance(answer, AcceptedElicitation):
+            return f"booked {answer.data.seats} for {show}"
+        return f"not booked ({answer.action})"
 
     @server.tool()
     def secret_only() -> str:

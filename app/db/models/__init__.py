@@ -3,7 +3,7 @@
 from app.db.models.agent import Agent
 from app.db.models.api_token import ApiToken
 from app.db.models.device import Device
-from app.db.models.mcp_connection import McpConnection
+from app.db.models.mcp_connection import McpConnection, McpOAuthState
 from app.db.models.memory import Memory
 from app.db.models.push import (
     LiveActivity,
@@ -26,6 +26,7 @@ __all__ = (
     "LiveActivity",
     "LiveActivityStartToken",
     "McpConnection",
+    "McpOAuthState",
     "Memory",
     "PushDelivery",
     "PushEvent",

@@ -1,13 +1,15 @@
-"""A user's own connection to a per-user MCP server: the token, encrypted (app/tools/mcp/vault.py)."""
+"""A user's own connection to a per-user MCP server: the token, encrypted (app/tools/mcp/vault.py),
+and the pending OAuth authorizations that lead to one."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from uuid import UUID
 
 from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.base import Base, JsonB
+from app.db.base import Base, DateTimeUTC, JsonB
 
 
 class McpConnection(Base):
@@ -21,3 +23,21 @@ class McpConnection(Base):
     # The server's tools/list as this connection saw it (tool metadata, no user data): the
     # per-user server's tools are known again after a restart, before anyone reconnects.
     tools: Mapped[list[dict]] = mapped_column(JsonB, default=list)
+    # OAuth connections: the sealed grant (refresh token, client, endpoints), and when the
+    # access token expires (None: a plain token, or one that does not expire).
+    oauth_ciphertext: Mapped[str | None] = mapped_column(Text, default=None)
+    expires_at: Mapped[datetime | None] = mapped_column(DateTimeUTC(timezone=True), default=None)
+
+
+class McpOAuthState(Base):
+    """An authorization a user started and has not finished: found by the hash of its
+    `state` (the secret the redirect brings back), used once, expiring."""
+
+    __tablename__ = "mcp_oauth_states"
+
+    state_digest: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    server: Mapped[str] = mapped_column(String(24))
+    # Sealed: the PKCE verifier, the client and the endpoints the code is exchanged at.
+    pending_ciphertext: Mapped[str] = mapped_column(Text)
+    expires_at: Mapped[datetime] = mapped_column(DateTimeUTC(timezone=True))

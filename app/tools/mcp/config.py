@@ -8,6 +8,11 @@ mcp_servers:
     tools: [search_issues, get_issue]                     # allow-list (omit: all)
     requires_confirmation: [create_issue]                 # or true / false
     timeout_seconds: 60
+  notes:
+    url: https://notes.example/mcp
+    per_user: true          # each user connects it: a token, or OAuth where it offers it
+    oauth_client_id: toolcells          # optional: else dynamic client registration
+    oauth_client_secret: NOTES_OAUTH_SECRET   # optional: the secret's env variable
 ```
 
 The URL and headers come from the operator (this file and the environment), never from a
@@ -47,6 +52,13 @@ class McpServerSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # Each user connects it with their own token (PUT /api/mcp/servers/{name}/connection),
     # sent as `Authorization: Bearer …` on that user's calls only.
     per_user: bool = False
+    # OAuth 2.1 (per-user servers that advertise it): a client id registered with the
+    # server's authorization server, and the environment variable holding its secret (if it
+    # has one). Without a client id, the app registers itself where the server offers
+    # dynamic client registration.
+    oauth_client_id: str | None = None
+    oauth_client_secret: str | None = None  # an environment variable's name
+    oauth_scopes: list[str] | None = None  # None: what the server's metadata lists
 
     def allows(self, tool: str) -> bool:
         return self.tools is None or tool in self.tools
@@ -82,4 +94,6 @@ def declaration_problem(spec: McpServerSpec) -> str | None:
             return f"{where}: {header!r} is not a header name"
         if not ENV_NAME.match(variable):
             return f"{where}: header {header} must name an environment variable, not a value"
+    if spec.oauth_client_secret is not None and not ENV_NAME.match(spec.oauth_client_secret):
+        return f"{where}: oauth_client_secret must name an environment variable, not a value"
     return None

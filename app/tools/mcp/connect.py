@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import httpx2
 from mcp import Client, MCPError
+from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 
 from app.tools.mcp.config import McpServerSpec
@@ -43,6 +44,7 @@ async def connect(
     *,
     bearer: str | None = None,
     seconds: float | None = None,
+    elicitation: ElicitationFnT | None = None,
 ) -> AsyncIterator[Client]:
     headers = spec.header_values()
     if isinstance(headers, str):
@@ -58,7 +60,9 @@ async def connect(
     async with (
         http,
         Client(
-            streamable_http_client(spec.url, http_client=http), read_timeout_seconds=limit
+            streamable_http_client(spec.url, http_client=http),
+            read_timeout_seconds=limit,
+            elicitation_callback=elicitation,
         ) as client,
     ):
         yield client

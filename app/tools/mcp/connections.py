@@ -9,11 +9,12 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import McpConnection
 from app.lib.problems import ProblemException
+from app.settings import Settings
 from app.tools.mcp.catalog import ListingFailed, McpCatalog
 from app.tools.mcp.config import McpServerSpec
 from app.tools.mcp.vault import Vault, vault_from
@@ -31,7 +32,7 @@ def vault_or_none(key: str | None) -> Vault | None:
     return found if isinstance(found, Vault) else None
 
 
-def _server(name: str) -> McpServerSpec:
+def server_spec(name: str) -> McpServerSpec:
     spec = per_user_servers().get(name)
     if spec is None:
         raise ProblemException(404, f"No per-user MCP server is called {name!r}.")
@@ -46,20 +47,10 @@ async def connections_of(session: AsyncSession, user_id: UUID) -> dict[str, date
     return {server: at for server, at in (await session.execute(query)).all()}
 
 
-async def connect_server(
-    session: AsyncSession,
-    user_id: UUID,
-    name: str,
-    token: str,
-    vault: Vault | None,
-    catalog: McpCatalog | None,
-) -> datetime:
-    """Check the token by listing the server's tools with it, then keep it (encrypted)."""
-    _server(name)
-    if vault is None or catalog is None:
-        raise ProblemException(503, OFF)
+async def check_token(name: str, token: str, catalog: McpCatalog) -> list[dict]:
+    """The server's tools as `token` lists them; a problem when the server refuses it."""
     try:
-        listing = await catalog.list_as_user(name, token)
+        return await catalog.list_as_user(name, token)
     except ListingFailed as failed:
         if failed.denied is not None:
             raise ProblemException(
@@ -68,6 +59,20 @@ async def connect_server(
         raise ProblemException(
             503, f"The MCP server {name} cannot be used: {failed.reason}."
         ) from None
+
+
+async def store(
+    session: AsyncSession,
+    user_id: UUID,
+    name: str,
+    token: str,
+    vault: Vault,
+    catalog: McpCatalog,
+    oauth: tuple[str, datetime | None] | None = None,
+) -> datetime:
+    """Check the token by listing the server's tools with it, then keep it (encrypted);
+    `oauth`: the grant (JSON, sealed here too) and when the access token expires."""
+    listing = await check_token(name, token, catalog)
     query = select(McpConnection).where(
         McpConnection.user_id == user_id, McpConnection.server == name
     )
@@ -76,33 +81,44 @@ async def connect_server(
         row = McpConnection(user_id=user_id, server=name, token_ciphertext="", tools=[])
         session.add(row)
     row.token_ciphertext, row.tools = vault.seal(token), listing
+    row.oauth_ciphertext = vault.seal(oauth[0]) if oauth is not None else None
+    row.expires_at = oauth[1] if oauth is not None else None
     await session.flush()
     catalog.learn(name, listing)
     return row.updated_at
 
 
-async def disconnect_server(session: AsyncSession, user_id: UUID, name: str) -> None:
-    _server(name)
-    gone = await session.execute(
-        delete(McpConnection)
-        .where(McpConnection.user_id == user_id, McpConnection.server == name)
-        .returning(McpConnection.id)
+async def connect_server(
+    session: AsyncSession,
+    user_id: UUID,
+    name: str,
+    token: str,
+    vault: Vault | None,
+    catalog: McpCatalog | None,
+) -> datetime:
+    """Connect with a token the user has (a personal access token)."""
+    server_spec(name)
+    if vault is None or catalog is None:
+        raise ProblemException(503, OFF)
+    return await store(session, user_id, name, token, vault, catalog)
+
+
+async def disconnect_server(
+    session: AsyncSession, user_id: UUID, name: str, settings: Settings
+) -> None:
+    """Forget the connection; an OAuth one's tokens are revoked at its server first."""
+    server_spec(name)
+    query = select(McpConnection).where(
+        McpConnection.user_id == user_id, McpConnection.server == name
     )
-    if gone.first() is None:
+    row = (await session.execute(query)).scalar_one_or_none()
+    if row is None:
         raise ProblemException(404, f"You have not connected {name}.")
+    from app.tools.mcp.oauth import revoke
 
-
-async def user_token(
-    sessions: async_sessionmaker[AsyncSession], user_id: UUID, server: str, vault: Vault
-) -> str | None:
-    """The run's user's own token for `server` (None: not connected, or sealed with
-    another key)."""
-    query = select(McpConnection.token_ciphertext).where(
-        McpConnection.user_id == user_id, McpConnection.server == server
-    )
-    async with sessions() as session:
-        sealed = (await session.execute(query)).scalar_one_or_none()
-    return vault.open(sealed) if sealed is not None else None
+    await revoke(settings, row, vault_or_none(settings.mcp_token_key))
+    await session.delete(row)
+    await session.flush()
 
 
 async def latest_listings(sessions: async_sessionmaker[AsyncSession]) -> dict[str, list]:

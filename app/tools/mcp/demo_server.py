@@ -66,11 +66,19 @@ def streamable_app(server: MCPServer) -> Any:
     return server.streamable_http_app(stateless_http=True)
 
 
-def serve_in_thread(app: Any, host: str = "127.0.0.1") -> RunningServer:
-    """Serve the ASGI `app` at a free port of `host`; returns once it accepts connections.
-    A call still running at shutdown is given a second, then dropped."""
+def free_socket(host: str = "127.0.0.1") -> socket.socket:
+    """A socket bound to a free port of `host` (its URL is known before the app is built)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind((host, 0))
+    return sock
+
+
+def serve_in_thread(
+    app: Any, host: str = "127.0.0.1", sock: socket.socket | None = None
+) -> RunningServer:
+    """Serve the ASGI `app` at a free port of `host` (or on `sock`); returns once it accepts
+    connections. A call still running at shutdown is given a second, then dropped."""
+    sock = sock or free_socket(host)
     port = sock.getsockname()[1]
     # No logging setup of its own: uvicorn.Config's would reconfigure the whole process
     # (the app's handlers and its uvicorn loggers, silenced to this server's level;

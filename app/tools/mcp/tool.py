@@ -22,11 +22,14 @@ from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 from app.tools.device import schema_errors
 from app.tools.mcp.config import McpServerSpec
 from app.tools.mcp.connect import StatusWatch, connect, describe_failure
+from app.tools.mcp.elicitation import Elicitation
 from app.tools.mcp.naming import tool_name
 from app.tools.results import ToolProgress
 from app.tools.schema import params_hint
 
 logger = logging.getLogger("app.tools.mcp")
+# The cell's words for the same expiry (app/threads/activity.py), said to the model too.
+INPUT_EXPIRED = "No one answered the request for input in time."
 MAX_TEXT_CHARS = 20_000  # what the model reads of a result's text (like a fetched page)
 
 
@@ -117,15 +120,20 @@ class McpTool(Tool):
                 display_message=message or _progress_text(progress, total), data=data
             )
 
+        asking = Elicitation(ctx, self.spec.name, self.remote)
         try:
-            async with connect(self.spec, watch, bearer=bearer) as client:
+            async with connect(self.spec, watch, bearer=bearer, elicitation=asking) as client:
                 result = await client.call_tool(
                     self.remote, arguments, progress_callback=on_progress
                 )
         except Exception as exc:
             if _being_cancelled():  # the SDK's streams may raise their own error instead
                 raise asyncio.CancelledError from exc
+            if asking.expired:
+                return _input_expired(self.spec.name)
             return self._transport_failure(exc, watch)
+        if asking.expired:  # the server was told `cancel`; the call timed out on the user
+            return _input_expired(self.spec.name)
         return self.result(result)
 
     def _transport_failure(self, exc: BaseException, watch: StatusWatch) -> ToolResult:
@@ -186,21 +194,32 @@ def _compact(value: Any) -> str:
 
 
 async def bearer_for(ctx: ToolContext, spec: McpServerSpec) -> str | ToolResult:
-    """The run's user's own token for a per-user server: only that user's runs use it."""
-    from app.tools.mcp.connections import OFF, user_token, vault_or_none
+    """The run's user's own token for a per-user server: only that user's runs use it
+    (an expired OAuth access token is refreshed first)."""
+    from app.tools.mcp.connections import OFF, vault_or_none
+    from app.tools.mcp.oauth import bearer
 
     vault = vault_or_none(ctx.settings.mcp_token_key)
     if vault is None:
         return ToolResult.failure(OFF, "system_error", server=spec.name)
-    token = await user_token(ctx.session_factory, ctx.user.id, spec.name, vault)
+    token = await bearer(ctx.session_factory, ctx.settings, ctx.user.id, spec.name, vault)
     if token is None:
         return ToolResult.failure(
-            f"{spec.name} is not connected for this user.",
+            f"{spec.name} is not connected for this user (or its connection needs renewing).",
             "permission_error",
             suggestion=f"Tell the user to connect {spec.name} in the app first.",
             server=spec.name,
         )
     return token
+
+
+def _input_expired(server: str) -> ToolResult:
+    return ToolResult.failure(
+        INPUT_EXPIRED,
+        "timeout",
+        suggestion="Ask the user in the chat, or call it again when they are there.",
+        server=server,
+    )
 
 
 def _being_cancelled() -> bool:

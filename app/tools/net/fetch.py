@@ -54,6 +54,17 @@ class FetchPolicy:
     total_timeout: float = 20.0
 
 
+@dataclass(frozen=True)
+class Outgoing:
+    """What a request sends beyond the vetted URL: GET by default (a page)."""
+
+    method: str = "GET"
+    form: dict[str, str] | None = None
+    content: bytes | None = None  # a body of its own (JSON), with its Content-Type header
+    headers: dict[str, str] = field(default_factory=dict)
+    errors_ok: bool = False  # an HTTP error status is returned, not raised
+
+
 @dataclass
 class RawPage:
     url: str
@@ -78,17 +89,17 @@ class SafeFetcher:
         self.verify = verify
         self.on_bytes = on_bytes
 
-    async def fetch(self, raw_url: str) -> RawPage:
+    async def fetch(self, raw_url: str, headers: dict[str, str] | None = None) -> RawPage:
         """Raises FetchBlocked (security), FetchFailed (user) or ValueError (bad URL)."""
         try:
             async with asyncio.timeout(self.policy.total_timeout):
-                return await self._follow(raw_url)
+                return await self._follow(raw_url, Outgoing(headers=headers or {}))
         except TimeoutError:
             raise FetchTimedOut(
                 f"The page did not load within {self.policy.total_timeout:g} seconds."
             ) from None
 
-    async def _follow(self, raw_url: str) -> RawPage:
+    async def _follow(self, raw_url: str, request: Outgoing) -> RawPage:
         timeout = httpx.Timeout(self.policy.read_timeout, connect=self.policy.connect_timeout)
         # Own client: no proxies from the environment, no automatic redirects.
         async with httpx.AsyncClient(
@@ -99,7 +110,7 @@ class SafeFetcher:
             while True:
                 target = check_url(url, self.policy.allow_hosts, self.policy.allowed_ports)
                 address = await self._address(target)
-                page = await self._get(client, target, address)
+                page = await self._send(client, target, address, request)
                 if isinstance(page, RawPage):
                     page.redirects = redirects
                     return page
@@ -122,10 +133,45 @@ class SafeFetcher:
         except ValueError as exc:
             raise FetchFailed(str(exc)) from None
 
-    async def _get(
-        self, client: httpx.AsyncClient, target: Target, address: IPAddress
+    async def post(
+        self,
+        raw_url: str,
+        form: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+        content: bytes | None = None,
+    ) -> RawPage:
+        """A POST to a vetted URL (an OAuth token endpoint: a form; a registration: JSON
+        `content`): never redirected, and an error status is returned (its body says
+        why), not raised."""
+        try:
+            async with asyncio.timeout(self.policy.total_timeout):
+                timeout = httpx.Timeout(
+                    self.policy.read_timeout, connect=self.policy.connect_timeout
+                )
+                async with httpx.AsyncClient(
+                    trust_env=False, verify=self.verify, timeout=timeout, follow_redirects=False
+                ) as client:
+                    target = check_url(raw_url, self.policy.allow_hosts, self.policy.allowed_ports)
+                    address = await self._address(target)
+                    request = Outgoing("POST", form, content, headers or {}, errors_ok=True)
+                    page = await self._send(client, target, address, request)
+        except TimeoutError:
+            raise FetchTimedOut(
+                f"No answer within {self.policy.total_timeout:g} seconds."
+            ) from None
+        if isinstance(page, str):
+            raise FetchFailed("The endpoint answered with a redirect.")
+        return page
+
+    async def _send(
+        self,
+        client: httpx.AsyncClient,
+        target: Target,
+        address: IPAddress,
+        request: Outgoing | None = None,
     ) -> RawPage | str:
         """The page, or the Location of a redirect."""
+        request = request or Outgoing()
         host_header = target.url.netloc.decode("ascii").rsplit("@", 1)[-1]
         connect_host = str(address)
         url = target.url.copy_with(host=connect_host)
@@ -136,17 +182,23 @@ class SafeFetcher:
             "Host": host_header,
             "User-Agent": USER_AGENT,
             "Accept": "text/html,text/*;q=0.9,*/*;q=0.5",
+            **request.headers,
         }
         try:
             async with client.stream(
-                "GET", url, headers=headers, extensions=extensions
+                request.method,
+                url,
+                headers=headers,
+                extensions=extensions,
+                data=request.form,
+                content=request.content,
             ) as response:
                 if response.status_code in REDIRECT_STATUSES:
                     location = response.headers.get("location")
                     if not location:
                         raise FetchFailed(f"HTTP {response.status_code} without a Location.")
                     return location
-                if response.status_code >= 400:
+                if response.status_code >= 400 and not request.errors_ok:
                     raise FetchFailed(f"HTTP {response.status_code} from {target.host}.")
                 body, truncated = await self._read_capped(response)
                 return RawPage(

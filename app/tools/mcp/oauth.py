@@ -1,0 +1,218 @@
+"""OAuth 2.1 authorization code + PKCE for per-user MCP servers, run by the server.
+
+    start (POST …/oauth/start)      discovery, the app's client, PKCE, a `state` row
+      -> the app opens the authorization URL (ASWebAuthenticationSession)
+    callback (GET /api/mcp/oauth/callback?code&state)   the row, found by the state's
+      digest, deleted as it is read (single use, expiring), binds the code to its user;
+      the code is exchanged, the token checked on the server and stored sealed
+    a call (`bearer`)              an expired access token is refreshed first
+
+The state is 256 random bits and only its SHA-256 is stored; the verifier, the client
+secret and the tokens are sealed with MCP_TOKEN_KEY. Nothing here logs a secret.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import secrets
+from datetime import datetime, timedelta
+from urllib.parse import urlencode
+from uuid import UUID
+
+import msgspec
+from mcp.client.auth import PKCEParameters
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.db.models import McpConnection, McpOAuthState
+from app.lib.problems import ProblemException
+from app.lib.time import utcnow
+from app.settings import Settings
+from app.tools.mcp import oauth_tokens
+from app.tools.mcp.config import McpServerSpec
+from app.tools.mcp.oauth_discovery import OAuthUnavailable, client_for, discover
+from app.tools.mcp.oauth_tokens import Grant, TokenRefused
+from app.tools.mcp.vault import Vault
+
+STATE_TTL_SECONDS = 600  # time to sign in at the authorization server
+REFRESH_MARGIN_SECONDS = 30  # a token this close to expiring is refreshed before a call
+
+
+class Pending(msgspec.Struct, kw_only=True):
+    grant: Grant
+    verifier: str
+
+
+def digest(state: str) -> str:
+    return hashlib.sha256(state.encode()).hexdigest()
+
+
+async def start(
+    session: AsyncSession,
+    user_id: UUID,
+    spec: McpServerSpec,
+    settings: Settings,
+    vault: Vault,
+    redirect_uri: str,
+) -> tuple[str, datetime]:
+    """The authorization URL for the user to open, and when it stops being accepted."""
+    try:
+        found = await discover(settings, spec)
+        client = await client_for(settings, spec, found, redirect_uri)
+    except OAuthUnavailable as why:
+        raise ProblemException(409, f"{spec.name} cannot be connected with OAuth: {why}.") from None
+    meta = found.metadata
+    grant = Grant(
+        client_id=client.client_id,
+        client_secret=client.client_secret,
+        auth_method=client.auth_method,
+        token_endpoint=str(meta.token_endpoint),
+        revocation_endpoint=str(meta.revocation_endpoint) if meta.revocation_endpoint else None,
+        issuer=str(meta.issuer),
+        iss_required=bool(meta.authorization_response_iss_parameter_supported),
+        resource=found.resource,
+        redirect_uri=redirect_uri,
+        scope=found.scope,
+    )
+    pkce = PKCEParameters.generate()
+    state, now = secrets.token_urlsafe(32), utcnow()
+    expires = now + timedelta(seconds=STATE_TTL_SECONDS)
+    await session.execute(delete(McpOAuthState).where(McpOAuthState.expires_at < now))
+    session.add(
+        McpOAuthState(
+            state_digest=digest(state),
+            user_id=user_id,
+            server=spec.name,
+            pending_ciphertext=vault.seal(
+                msgspec.json.encode(Pending(grant=grant, verifier=pkce.code_verifier)).decode()
+            ),
+            expires_at=expires,
+        )
+    )
+    query = {
+        "response_type": "code",
+        "client_id": client.client_id,
+        "redirect_uri": redirect_uri,
+        "state": state,
+        "code_challenge": pkce.code_challenge,
+        "code_challenge_method": "S256",
+        "resource": found.resource,
+    }
+    if found.scope:
+        query["scope"] = found.scope
+    separator = "&" if "?" in str(meta.authorization_endpoint) else "?"
+    return f"{meta.authorization_endpoint}{separator}{urlencode(query)}", expires
+
+
+async def take_pending(
+    session: AsyncSession, state: str, vault: Vault
+) -> tuple[UUID, str, Pending | None]:
+    """The authorization `state` names, deleted as it is read: (user, server, pending;
+    None once expired)."""
+    row = (
+        await session.execute(
+            delete(McpOAuthState)
+            .where(McpOAuthState.state_digest == digest(state))
+            .returning(
+                McpOAuthState.user_id,
+                McpOAuthState.server,
+                McpOAuthState.pending_ciphertext,
+                McpOAuthState.expires_at,
+            )
+        )
+    ).first()
+    if row is None:
+        raise ProblemException(400, "This authorization is unknown or was already used.")
+    user_id, server, sealed, expires = row
+    opened = vault.open(sealed)
+    if expires <= utcnow() or opened is None:
+        return user_id, server, None
+    return user_id, server, msgspec.json.decode(opened, type=Pending)
+
+
+def check_issuer(grant: Grant, iss: str | None) -> None:
+    """RFC 9207: a redirect naming another issuer is a mix-up attack."""
+    if (iss is not None and iss != grant.issuer) or (iss is None and grant.iss_required):
+        raise ProblemException(400, "The authorization came back from the wrong server.")
+
+
+async def exchange(
+    settings: Settings, pending: Pending, code: str
+) -> tuple[str, Grant, datetime | None]:
+    """(access token, the grant with its refresh token, when the access token expires)."""
+    try:
+        token = await oauth_tokens.exchange_code(settings, pending.grant, code, pending.verifier)
+    except TokenRefused as refused:
+        raise ProblemException(
+            400, f"The authorization server refused the code ({refused})."
+        ) from None
+    except OAuthUnavailable as why:
+        raise ProblemException(503, f"The code could not be exchanged: {why}.") from None
+    grant = msgspec.structs.replace(pending.grant, refresh_token=token.refresh_token)
+    return token.access_token, grant, oauth_tokens.expiry(token)
+
+
+# (user, server) -> the lock one process's refreshes take: a rotated refresh token is
+# spent by the first refresh, so a second one at the same moment would be refused.
+_refreshing: dict[tuple[UUID, str], asyncio.Lock] = {}
+
+
+async def bearer(
+    sessions: async_sessionmaker[AsyncSession],
+    settings: Settings,
+    user_id: UUID,
+    server: str,
+    vault: Vault,
+) -> str | None:
+    """The user's access token for `server`, refreshed first when it has expired; None:
+    not connected, sealed with another key, or the refresh was refused (reconnect)."""
+    lock = _refreshing.setdefault((user_id, server), asyncio.Lock())
+    async with lock, sessions() as session:
+        query = select(McpConnection).where(
+            McpConnection.user_id == user_id, McpConnection.server == server
+        )
+        row = (await session.execute(query)).scalar_one_or_none()
+        if row is None:
+            return None
+        token = vault.open(row.token_ciphertext)
+        soon = utcnow() + timedelta(seconds=REFRESH_MARGIN_SECONDS)
+        if row.oauth_ciphertext is None or row.expires_at is None or row.expires_at > soon:
+            return token
+        sealed = vault.open(row.oauth_ciphertext)
+        if sealed is None:
+            return None
+        grant = msgspec.json.decode(sealed, type=Grant)
+        try:
+            fresh = await oauth_tokens.refresh(settings, grant)
+        except (TokenRefused, OAuthUnavailable):
+            return None
+        grant = msgspec.structs.replace(
+            grant, refresh_token=fresh.refresh_token or grant.refresh_token
+        )
+        row.token_ciphertext = vault.seal(fresh.access_token)
+        row.oauth_ciphertext = vault.seal(msgspec.json.encode(grant).decode())
+        row.expires_at = oauth_tokens.expiry(fresh)
+        await session.commit()
+        return fresh.access_token
+
+
+async def revoke(settings: Settings, row: McpConnection, vault: Vault | None) -> None:
+    """Revoke an OAuth connection's tokens at its authorization server (best effort)."""
+    if row.oauth_ciphertext is None or vault is None:
+        return
+    sealed = vault.open(row.oauth_ciphertext)
+    if sealed is not None:
+        grant = msgspec.json.decode(sealed, type=Grant)
+        await oauth_tokens.revoke(settings, grant, vault.open(row.token_ciphertext))
+
+
+def finished_redirect(settings: Settings, server: str, error: str | None) -> str | None:
+    """Where the browser goes when the callback is done (the app's callback URL), or None."""
+    if not settings.mcp_oauth_return_url:
+        return None
+    query = {"server": server, "status": "failed" if error else "connected"}
+    if error:
+        query["error"] = error
+    separator = "&" if "?" in settings.mcp_oauth_return_url else "?"
+    return f"{settings.mcp_oauth_return_url}{separator}{urlencode(query)}"
