@@ -25,6 +25,7 @@ import msgspec
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
+from app.observability import metrics
 from app.orchestrator.door.errors import (
     LLMError,
     error_fields,
@@ -49,6 +50,8 @@ class WireRequest:
     headers: dict[str, str]
     body: bytes
     key: str | None  # only to scrub it from error texts
+    provider: str = "default"  # whose connection pool (metrics label too)
+    max_connections: int = 1000
 
 
 def build_request(call: ModelCall) -> WireRequest:
@@ -72,7 +75,9 @@ def build_request(call: ModelCall) -> WireRequest:
     if target.api_key:
         headers["Authorization"] = f"Bearer {target.api_key}"
     url = f"{target.api_base.rstrip('/')}/chat/completions"
-    return WireRequest(url, headers, _encode(body), target.api_key)
+    return WireRequest(
+        url, headers, _encode(body), target.api_key, target.provider, target.max_connections
+    )
 
 
 class OpenAIClient:
@@ -87,19 +92,25 @@ class OpenAIClient:
 # -- the connection ----------------------------------------------------------------------
 # aiohttp, not httpx: a streamed call costs ~180 µs of CPU through aiohttp against ~650
 # through httpx (measured here, same SSE).
-_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
-    weakref.WeakKeyDictionary()
-)
+# Per event loop (connections are bound to the loop that made them), one pooled session
+# per provider: a streaming call holds its connection for the whole answer, so each
+# provider gets its own cap (aiohttp's default, 100 for all together, would hold the
+# 101st concurrent stream back until another ended).
+_sessions: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, int], aiohttp.ClientSession]
+] = weakref.WeakKeyDictionary()
 
 
-def _session() -> aiohttp.ClientSession:
-    """One pooled session per event loop (connections are bound to the loop that made
-    them), trusting certifi's CAs."""
-    loop = asyncio.get_running_loop()
-    session = _sessions.get(loop)
+def _session(provider: str, limit: int) -> aiohttp.ClientSession:
+    """This loop's pooled session to `provider`, at most `limit` connections, trusting
+    certifi's CAs."""
+    pools = _sessions.setdefault(asyncio.get_running_loop(), {})
+    session = pools.get((provider, limit))
     if session is None or session.closed:
         tls = ssl.create_default_context(cafile=certifi.where())
-        session = _sessions[loop] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=tls))
+        connector = aiohttp.TCPConnector(ssl=tls, limit=limit, limit_per_host=0)
+        session = pools[(provider, limit)] = aiohttp.ClientSession(connector=connector)
+        metrics.door_connection_limit(provider, limit)
     return session
 
 
@@ -114,9 +125,9 @@ def _env_proxy(url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
 
 
 async def close_session() -> None:
-    """Close this event loop's session and its connections (at shutdown)."""
-    session = _sessions.pop(asyncio.get_running_loop(), None)
-    if session is not None:
+    """Close this event loop's sessions and their connections (at shutdown)."""
+    pools = _sessions.pop(asyncio.get_running_loop(), {})
+    for session in pools.values():
         await session.close()
 
 
@@ -125,8 +136,37 @@ async def open_stream(request: WireRequest, timeout: float) -> aiohttp.ClientRes
     `timeout`); an error status or a failed connection raises `LLMError`."""
     limits = aiohttp.ClientTimeout(total=None, connect=timeout, sock_read=timeout)
     proxy, proxy_auth = _env_proxy(request.url)
+    session = _session(request.provider, request.max_connections)
+    metrics.door_stream_started(request.provider)  # ended when read_batches releases it
     try:
-        response = await _session().post(
+        response = await _open(session, request, limits, proxy, proxy_auth)
+    except BaseException:
+        metrics.door_stream_ended(request.provider)
+        raise
+    if response.status >= 400:
+        metrics.door_stream_ended(request.provider)
+        try:
+            raw = await response.read()
+        except (aiohttp.ClientError, TimeoutError):
+            raw = b""
+        finally:
+            response.release()
+        error_type, message, _ = read_error_body(raw)
+        retry_after = retry_after_seconds(response.headers)
+        message = scrub(message or response.reason or "", request.key)
+        raise from_status(response.status, error_type, message, retry_after=retry_after)
+    return response
+
+
+async def _open(
+    session: aiohttp.ClientSession,
+    request: WireRequest,
+    limits: aiohttp.ClientTimeout,
+    proxy: URL | None,
+    proxy_auth: aiohttp.BasicAuth | None,
+) -> aiohttp.ClientResponse:
+    try:
+        return await session.post(
             request.url,
             data=request.body,
             headers=request.headers,
@@ -140,18 +180,6 @@ async def open_stream(request: WireRequest, timeout: float) -> aiohttp.ClientRes
     except aiohttp.ClientError as exc:
         reason = scrub(str(exc) or type(exc).__name__, request.key)
         raise LLMError("connection", f"Could not reach the model provider: {reason}") from exc
-    if response.status >= 400:
-        try:
-            raw = await response.read()
-        except (aiohttp.ClientError, TimeoutError):
-            raw = b""
-        finally:
-            response.release()
-        error_type, message, _ = read_error_body(raw)
-        retry_after = retry_after_seconds(response.headers)
-        message = scrub(message or response.reason or "", request.key)
-        raise from_status(response.status, error_type, message, retry_after=retry_after)
-    return response
 
 
 # -- the stream ----------------------------------------------------------------------------
@@ -181,6 +209,7 @@ async def read_batches(
         raise LLMError("connection", LOST) from exc
     finally:
         response.release()  # read to its end: back to the pool; else closed
+        metrics.door_stream_ended(request.provider)
 
 
 def _decode_batch(request: WireRequest, payloads: list[bytes]) -> tuple[list[Chunk], Any]:
