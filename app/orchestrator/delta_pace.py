@@ -30,8 +30,10 @@ class DeltaPace:
         self.lag = 0.0  # smoothed, seconds
 
     def observe(self, lag: float) -> None:
-        """One measured lag of the event loop (seconds a timer woke late)."""
-        self.lag += SMOOTHING * (max(0.0, lag) - self.lag)
+        """One measured lag of the event loop (seconds a timer woke late). A sample counts
+        at most `LAG_HIGH`: one long stall (a GC pause) moves the window a little, and
+        the window narrows as soon as the loop keeps up again."""
+        self.lag += SMOOTHING * (min(max(0.0, lag), LAG_HIGH) - self.lag)
 
     @property
     def window(self) -> float:

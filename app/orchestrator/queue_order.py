@@ -5,8 +5,9 @@ thread's runs go one at a time, in order). While every eligible run gets a slot 
 the order does not matter, and the claim takes them oldest first (the cheap statement).
 When there are more eligible runs than free slots, the claim goes fairest first: each
 run is ranked by its owner's runs running now plus its place among its owner's eligible
-runs; ties go to the older run. A user who queued 500 runs thus gets a slot in turn with
-every other user, never the whole queue before them. The rank is worked out in SQL over
+runs; on a tie the owner with fewer runs waiting goes first (the one just served has as
+few running as the others, but more waiting), then the older run. A user who queued 500
+runs thus gets a slot in turn with every other user, never the whole queue before them. The rank is worked out in SQL over
 the whole table, so every process claims from the same order, on both dialects; the
 same order gives a waiting run its `position` (the `run` frame `queued`).
 """
@@ -52,8 +53,8 @@ def oldest_first() -> Any:
 
 
 def _ranked() -> Any:
-    """Eligible runs with their `turn`: their owner's running runs + their place among
-    the owner's eligible runs (1 for the oldest)."""
+    """Eligible runs with their `turn` (their owner's running runs + their place among
+    the owner's eligible runs, 1 for the oldest) and `backlog` (the owner's eligible runs)."""
     run = _runs.c
     busy_run, busy_thread = _runs.alias("busy_run"), _threads.alias("busy_thread")
     busy = (
@@ -66,8 +67,9 @@ def _ranked() -> Any:
     owner = _threads.c.owner_id
     place = func.row_number().over(partition_by=owner, order_by=(run.created_at, run.id))
     turn = place + func.coalesce(busy.c.running, 0)
+    backlog = func.count().over(partition_by=owner)
     return (
-        select(run.id, run.created_at, turn.label("turn"))
+        select(run.id, run.created_at, turn.label("turn"), backlog.label("backlog"))
         .select_from(
             _runs.join(_threads, _threads.c.id == run.thread_id).outerjoin(
                 busy, busy.c.owner_id == owner
@@ -78,23 +80,23 @@ def _ranked() -> Any:
     )
 
 
+def _fairest(ranked: Any) -> tuple[Any, ...]:
+    return (ranked.c.turn, ranked.c.backlog, ranked.c.created_at, ranked.c.id)
+
+
 def fairest_first(*, postgres: bool) -> Any:
     """The eligible runs' ids, fairest first, at most `:slots`; on PostgreSQL locked FOR
     UPDATE SKIP LOCKED (on the runs' rows alone: the ranking's window and grouping
     cannot be locked), so concurrent claimers skip each other's picks."""
     ranked = _ranked()
     if not postgres:
-        return (
-            select(ranked.c.id)
-            .order_by(ranked.c.turn, ranked.c.created_at, ranked.c.id)
-            .limit(bindparam("slots"))
-        )
+        return select(ranked.c.id).order_by(*_fairest(ranked)).limit(bindparam("slots"))
     pick = _runs.alias("pick")
     return (
         select(pick.c.id)
         .join(ranked, ranked.c.id == pick.c.id)
         .where(pick.c.status == QUEUED)
-        .order_by(ranked.c.turn, ranked.c.created_at, ranked.c.id)
+        .order_by(*_fairest(ranked))
         .limit(bindparam("slots"))
         .with_for_update(skip_locked=True, of=pick)
         .correlate(None)
@@ -105,8 +107,4 @@ def fairest_first(*, postgres: bool) -> Any:
 def positions_statement() -> Any:
     """The first `:most` eligible runs' ids in the order the claim takes them."""
     ranked = _ranked()
-    return (
-        select(ranked.c.id)
-        .order_by(ranked.c.turn, ranked.c.created_at, ranked.c.id)
-        .limit(bindparam("most"))
-    )
+    return select(ranked.c.id).order_by(*_fairest(ranked)).limit(bindparam("most"))

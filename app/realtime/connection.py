@@ -63,11 +63,11 @@ _open: weakref.WeakSet[Connection] = weakref.WeakSet()
 
 
 def _queued() -> float:
-    return float(sum(len(connection._outbox) for connection in list(_open)))
+    return float(sum(connection.queued for connection in list(_open)))
 
 
 def _deepest() -> float:
-    return float(max((len(connection._outbox) for connection in list(_open)), default=0))
+    return float(max((connection.queued for connection in list(_open)), default=0))
 
 
 class TokenBucket:
@@ -111,6 +111,11 @@ class Connection:
         )
 
     # -- sending -------------------------------------------------------------------
+    @property
+    def queued(self) -> int:
+        """Frames waiting in this socket's send queue."""
+        return len(self._outbox)
+
     def push_live(self, text: str) -> None:
         if len(self._outbox) >= self.settings.ws_send_queue_size:
             self.close(CLOSE_TOO_SLOW)

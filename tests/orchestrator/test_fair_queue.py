@@ -70,6 +70,24 @@ async def test_the_flooding_user_does_not_starve_the_other(
     assert busy.id not in await _claim(session_factory, "w", postgres, slots=2, fair=True)
 
 
+async def test_with_nothing_running_the_user_with_fewer_waiting_goes_first(
+    client: httpx.AsyncClient,  # empties the tables after the test
+    db: AsyncSession,
+    session_factory: async_sessionmaker[AsyncSession],
+    dialect: str,
+) -> None:
+    # the flooder's run that held the only slot just ended: it has as few running as the
+    # other user, but more waiting
+    flooder, other = await make_api_user(db), await make_api_user(db)
+    start = utcnow() - timedelta(minutes=5)
+    flood = await _queue(db, flooder, 3, start)
+    [single] = await _queue(db, other, 1, start + timedelta(minutes=1))
+    await db.commit()
+    postgres = dialect == "postgresql"
+    assert await _claim(session_factory, "w", postgres, slots=1, fair=True) == [single.id]
+    assert await _claim(session_factory, "w", postgres, slots=1, fair=True) == [flood[0].id]
+
+
 async def test_runs_queued_first_win_the_tie_between_users(
     client: httpx.AsyncClient,  # empties the tables after the test
     db: AsyncSession,
