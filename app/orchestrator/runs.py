@@ -179,36 +179,61 @@ async def close_open_plan(session: AsyncSession, run_id: UUID, *, error: str) ->
 
 
 async def finish_run(
-    session: AsyncSession, run_id: UUID, owner: str, status: RunStatus, error: str | None = None
+    session: AsyncSession,
+    run_id: UUID,
+    owner: str,
+    status: RunStatus,
+    error: str | None = None,
+    usage: Mapping[str, Any] | None = None,
 ) -> StoredRun | None:
-    """End a run we hold; None if the lease was lost (another process reaped it)."""
+    """End a run we hold, with its model usage (the `USAGE_COLUMNS`; None: no model call);
+    None if the lease was lost (another process reaped it)."""
     statement = _finish_statement(changes.run_end_values())
-    rows = await direct.execute(session, statement, _finish_params(run_id, owner, status, error))
+    params = _finish_params(run_id, owner, status, error, usage)
+    rows = await direct.execute(session, statement, params)
     return _ended(session, rows.mappings())
 
 
 async def finish_run_with_answer(
-    session: AsyncSession, run_id: UUID, owner: str, thread_id: UUID, answer: dict[str, Any]
+    session: AsyncSession,
+    run_id: UUID,
+    owner: str,
+    thread_id: UUID,
+    answer: dict[str, Any],
+    usage: Mapping[str, Any] | None = None,
 ) -> StoredRun | None:
     """End a run we hold as completed with its answer (the fields of a new assistant
     message): on PostgreSQL one statement, atomic by itself (writer.create_message_with).
     None if the lease was lost (the answer is stored all the same, as in two statements)."""
     statement = _finish_statement(changes.run_end_values())
-    params = _finish_params(run_id, owner, RunStatus.COMPLETED)
+    params = _finish_params(run_id, owner, RunStatus.COMPLETED, usage=usage)
     _, ended = await create_message_with(session, thread_id, answer, statement, params)
     return _ended(session, [] if ended is None else [ended])
 
 
+# The run's usage is written by the UPDATE that ends it (one statement fewer a turn than
+# an UPDATE of its own); prefixed, as the answer's INSERT shares the parameters.
+USAGE_COLUMNS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens",
+                 "cost_nanousd")  # fmt: skip
+
+
 def _finish_params(
-    run_id: UUID, owner: str, status: RunStatus, error: str | None = None
+    run_id: UUID,
+    owner: str,
+    status: RunStatus,
+    error: str | None = None,
+    usage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    return {
+    params = {
         "run_id": run_id,
         "owner": owner,
         "status": status.value,
         "error": error,
         "now": utcnow(),
     }
+    for column in USAGE_COLUMNS:
+        params[f"usage_{column}"] = None if usage is None else usage[column]
+    return params
 
 
 def _ended(session: AsyncSession, rows: Iterable[Mapping[str, Any]]) -> StoredRun | None:
@@ -258,6 +283,7 @@ def _build_finish_statement(extra: dict[str, Any]) -> Any:
             # given, not left to the column's onupdate: inside a statement with another
             # UPDATE (finish_run_with_answer) both would bind a parameter `updated_at`
             updated_at=bindparam("now"),
+            **{column: bindparam(f"usage_{column}") for column in USAGE_COLUMNS},
             **extra,
         )
         .returning(*_runs.c)

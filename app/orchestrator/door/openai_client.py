@@ -191,17 +191,24 @@ async def read_batches(
 ) -> AsyncIterator[list[Chunk]]:
     """The stream's chunks as they arrive: all those of one read of the socket together
     (a generator step per chunk cost more than decoding it), until `[DONE]` or the end
-    of the body. A line that is not JSON is skipped; an error object raises its error."""
-    reads = _data_lines(response)
+    of the body. A line that is not JSON is skipped; an error object raises its error.
+    The body is read here, not through a generator of lines: a model streams a token or
+    two per read, and each generator layer is a step per token."""
+    content, lines = response.content, _SseLines()
     try:
-        async for payloads in reads:
-            batch, end = _decode_batch(request, payloads)
-            if batch:
-                yield batch
-            if isinstance(end, Exception):  # after the chunks that came before it
-                raise end
-            if end is _DONE:
-                await _finish_body(reads)
+        while True:
+            data = await content.readany()
+            payloads = lines.feed(data) if data else lines.rest()
+            if payloads:
+                batch, end = _decode_batch(request, payloads)
+                if batch:
+                    yield batch
+                if isinstance(end, Exception):  # after the chunks that came before it
+                    raise end
+                if end is _DONE:
+                    await _finish_body(content)
+                    return
+            if not data:  # the end of the body
                 return
     except TimeoutError as exc:  # a read waited `timeout`: the stream stalled
         raise LLMError("timeout", "The model did not answer in time.") from exc
@@ -210,6 +217,26 @@ async def read_batches(
     finally:
         response.release()  # read to its end: back to the pool; else closed
         metrics.door_stream_ended(request.provider)
+
+
+class _SseLines:
+    """The payloads of complete SSE `data:` lines, read by read; blank separators,
+    `event:` lines and `: keep-alive` comments are passed over."""
+
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending = b""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        lines = (self.pending + data).split(b"\n")
+        self.pending = lines.pop()
+        return [line[5:].strip() for line in lines if line.startswith(b"data:")]
+
+    def rest(self) -> list[bytes]:
+        """A last line without its newline."""
+        pending, self.pending = self.pending, b""
+        return [pending[5:].strip()] if pending.startswith(b"data:") else []
 
 
 def _decode_batch(request: WireRequest, payloads: list[bytes]) -> tuple[list[Chunk], Any]:
@@ -239,24 +266,10 @@ def _chunk_error(request: WireRequest, error: Any) -> LLMError:
     return from_status(status, error_type, scrub(message, request.key))
 
 
-async def _finish_body(reads: AsyncIterator[list[bytes]]) -> None:
+async def _finish_body(content: aiohttp.StreamReader) -> None:
     """Read what follows `[DONE]`: a response read to its end gives its connection back
     to the pool. A server that keeps the stream open gets a moment."""
     with contextlib.suppress(Exception):
         async with asyncio.timeout(DRAIN_SECONDS):
-            async for _ in reads:
+            while await content.readany():
                 pass
-
-
-async def _data_lines(response: aiohttp.ClientResponse) -> AsyncIterator[list[bytes]]:
-    """Per read of the body, the payloads of its complete SSE `data:` lines; blank
-    separators, `event:` lines and `: keep-alive` comments are passed over."""
-    pending = b""
-    async for data in response.content.iter_any():
-        lines = (pending + data).split(b"\n")
-        pending = lines.pop()
-        payloads = [line[5:].strip() for line in lines if line.startswith(b"data:")]
-        if payloads:
-            yield payloads
-    if pending.startswith(b"data:"):  # a last line without its newline
-        yield [pending[5:].strip()]
