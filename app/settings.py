@@ -120,9 +120,15 @@ class Settings:
         PositiveFloat,
         Meta(description="the worker's poll of queue, leases, cancels when not woken"),
     ] = 0.5
+    # A run waiting on a model, the user or a device holds no database connection (its
+    # writes are short transactions) and costs only memory: sized for waiting, not for work.
     runner_max_concurrent_runs: Annotated[
-        NonNegativeInt, Meta(description="runs one process executes at once (0: claims none)")
-    ] = 16
+        NonNegativeInt,
+        Meta(
+            description="runs one process executes at once (0: claims none); beyond it runs "
+            "queue, fairly across users, and the phone is told its place (`run` frame `queued`)"
+        ),
+    ] = 1000
     llm_timeout_seconds: Annotated[
         PositiveFloat, Meta(description="longest silence of a model stream")
     ] = 60.0
@@ -140,6 +146,24 @@ class Settings:
             "all through litellm)"
         ),
     ] = True
+    llm_max_connections_per_provider: Annotated[
+        PositiveInt,
+        Meta(
+            description="connections the model door holds open to one provider (a streaming "
+            "run holds one; a profile's `max_connections` overrides it)"
+        ),
+    ] = 1000
+    stream_delta_seconds: Annotated[
+        PositiveFloat,
+        Meta(description="least time between two `delta` frames of a streaming reply"),
+    ] = 0.05
+    stream_delta_max_seconds: Annotated[
+        PositiveFloat,
+        Meta(
+            description="the same, widened up to this while the event loop lags (load): "
+            "fewer frames, smoothly later text"
+        ),
+    ] = 0.15
     llm_context_tokens: Annotated[
         PositiveInt, Meta(description="context window assumed for models litellm does not know")
     ] = 32_000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,11 +12,13 @@ from advanced_alchemy.extensions.litestar import (
     EngineConfig,
     SQLAlchemyAsyncConfig,
 )
-from sqlalchemy import event, make_url
+from sqlalchemy import Engine, event, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import QueuePool
 
 from app.db import sqlite_writers
 from app.db.session import PLUGIN_SESSION_KEY
+from app.observability import metrics
 from app.settings import PROJECT_ROOT, Settings
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
@@ -85,6 +88,23 @@ def _is_memory_sqlite(url: str) -> bool:
     return parsed.database in (None, "", ":memory:") or parsed.query.get("mode") == "memory"
 
 
+def watch_pool(name: str, engine: AsyncEngine) -> None:
+    """Report the engine's pool in /metrics (connections checked out, and its size); read
+    through a weak reference, at each scrape (a disposed engine's pool is a new one)."""
+    ref = weakref.ref(engine.sync_engine)
+
+    def read(measure: str) -> float:
+        pool = _queue_pool(ref())
+        return 0.0 if pool is None else float(getattr(pool, measure)())
+
+    metrics.watch_pool(name, lambda: read("checkedout"), lambda: read("size"))
+
+
+def _queue_pool(engine: Engine | None) -> QueuePool | None:
+    pool = engine.pool if engine is not None else None
+    return pool if isinstance(pool, QueuePool) else None  # memory SQLite: one static one
+
+
 def build_engine_config(settings: Settings) -> EngineConfig:
     size = connection_budget(settings).app
     return EngineConfig(echo=settings.database_echo, **pool_options(settings, size))
@@ -95,9 +115,11 @@ def build_runner_engine(settings: Settings) -> AsyncEngine | None:
     size = connection_budget(settings).runner
     if size == 0:
         return None
-    return create_async_engine(
+    engine = create_async_engine(
         settings.database_url, echo=settings.database_echo, **pool_options(settings, size)
     )
+    watch_pool("runner", engine)
+    return engine
 
 
 def build_sqlalchemy_config(settings: Settings) -> SQLAlchemyAsyncConfig:
@@ -119,4 +141,5 @@ def build_sqlalchemy_config(settings: Settings) -> SQLAlchemyAsyncConfig:
         ),
     )
     install_sqlite_pragmas(config.get_engine())
+    watch_pool("app", config.get_engine())
     return config

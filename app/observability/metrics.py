@@ -13,7 +13,7 @@ are capped: after `MAX_LABEL_VALUES` distinct values, the rest count as "other".
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -73,6 +73,52 @@ PUSH_EVENT_FAILURES = Counter(
     f"{PREFIX}_push_event_failures",
     "Push events whose fan-out failed, by what became of them (retry, dead_lettered)",
     ["outcome"],
+)
+
+# Limits and how much of each is in use, read when /metrics is scraped (set_function):
+# every pool and cap on a turn's path, sized for waiting runs (issue: many slow streams).
+RUNNER_SLOTS_IN_USE = Gauge(
+    f"{PREFIX}_runner_slots_in_use",
+    "Runs executing in this process and holding a slot (those waiting for the user do not)",
+)
+RUNNER_SLOTS_LIMIT = Gauge(
+    f"{PREFIX}_runner_slots_limit",
+    "Runs this process executes at once (RUNNER_MAX_CONCURRENT_RUNS)",
+)
+RUNS_PARKED = Gauge(
+    f"{PREFIX}_runs_parked", "Runs of this process waiting for the user or a device (no slot held)"
+)
+RUNS_WAITING = Gauge(
+    f"{PREFIX}_runs_waiting", "Queued runs this process heard of and has not claimed"
+)
+DOOR_STREAMS = Gauge(
+    f"{PREFIX}_model_door_streams",
+    "Model calls in flight through the door's own client, by provider (each holds a "
+    "connection, or waits for one beyond the limit)",
+    ["provider"],
+)
+DOOR_CONNECTION_LIMIT = Gauge(
+    f"{PREFIX}_model_door_connection_limit",
+    "Connections the door's own client holds open to a provider at most "
+    "(LLM_MAX_CONNECTIONS_PER_PROVIDER, a profile's max_connections)",
+    ["provider"],
+)
+DB_POOL_CHECKED_OUT = Gauge(
+    f"{PREFIX}_db_pool_checked_out",
+    "Database connections in use, by pool (app: requests and sockets; runner: its own, "
+    "on PostgreSQL)",
+    ["pool"],
+)
+DB_POOL_SIZE = Gauge(
+    f"{PREFIX}_db_pool_size", "Database connections a pool holds at most", ["pool"]
+)
+WS_SEND_QUEUED = Gauge(f"{PREFIX}_ws_send_queued", "Frames queued to be sent, all sockets together")
+WS_SEND_QUEUE_DEEPEST = Gauge(
+    f"{PREFIX}_ws_send_queue_deepest", "Frames queued on the socket with the most waiting"
+)
+WS_SEND_QUEUE_LIMIT = Gauge(
+    f"{PREFIX}_ws_send_queue_limit",
+    "Frames a socket may have queued before it is closed as too slow (WS_SEND_QUEUE_SIZE)",
 )
 
 _seen: dict[str, set[str]] = {}
@@ -163,3 +209,38 @@ def push_event_failed(outcome: str) -> None:
     """A push event's fan-out failed: `retry` (it goes again after a backoff) or
     `dead_lettered` (its attempts are spent; it is never tried again)."""
     PUSH_EVENT_FAILURES.labels(outcome).inc()
+
+
+# -- limits and their use (read on scrape) ----------------------------------------------
+def watch_runner(in_use: Callable[[], float], parked: Callable[[], float],
+                 waiting: Callable[[], float], limit: int) -> None:  # fmt: skip
+    """The run worker's slots (the last worker started in this process is the one read)."""
+    RUNNER_SLOTS_IN_USE.set_function(in_use)
+    RUNS_PARKED.set_function(parked)
+    RUNS_WAITING.set_function(waiting)
+    RUNNER_SLOTS_LIMIT.set(limit)
+
+
+def door_connection_limit(provider: str, limit: int) -> None:
+    DOOR_CONNECTION_LIMIT.labels(bounded("provider", provider)).set(limit)
+
+
+def door_stream_started(provider: str) -> None:
+    DOOR_STREAMS.labels(bounded("provider", provider)).inc()
+
+
+def door_stream_ended(provider: str) -> None:
+    DOOR_STREAMS.labels(bounded("provider", provider)).dec()
+
+
+def watch_pool(name: str, checked_out: Callable[[], float], size: Callable[[], float]) -> None:
+    DB_POOL_CHECKED_OUT.labels(name).set_function(checked_out)
+    DB_POOL_SIZE.labels(name).set_function(size)
+
+
+def watch_send_queues(
+    queued: Callable[[], float], deepest: Callable[[], float], limit: int
+) -> None:
+    WS_SEND_QUEUED.set_function(queued)
+    WS_SEND_QUEUE_DEEPEST.set_function(deepest)
+    WS_SEND_QUEUE_LIMIT.set(limit)

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import Agent, Run, User
 from app.db.reads import reading
+from app.orchestrator.delta_pace import DeltaPace
 from app.orchestrator.door.profiles import load_profiles
 from app.orchestrator.llm import ModelTarget, target_for
 from app.settings import Settings
@@ -59,6 +60,8 @@ class RunnerDeps:
     # Cells whose run waits for the user (message id -> run id): those runs hold no slot.
     parked: dict[UUID, UUID] = field(default_factory=dict)
     slot_freed: Callable[[], None] = lambda: None  # the worker claims more runs at once
+    # Time between a reply's delta frames (the worker's LagProbe widens it under load).
+    pace: DeltaPace = field(default_factory=lambda: DeltaPace(0.05, 0.15))
 
     _inflight: set[asyncio.Task[Any]] = field(default_factory=set)
     # Sessions for work that only reads (no BEGIN/COMMIT on PostgreSQL: app/db/reads.py).
@@ -121,6 +124,7 @@ class RunnerDeps:
             retry_base=settings.llm_retry_base_seconds,
             fast_stream=settings.llm_fast_stream,
             agent_type=agent.agent_type or "",
+            max_connections=settings.llm_max_connections_per_provider,
         )
         return target_for(base, load_profiles(settings.llm_profiles_file, settings.llm_profiles))
 

@@ -2,9 +2,9 @@
 
 `start` begins a turn; `append` takes each text delta. The message is created
 `GATHER_SECONDS` after the first delta, holding all the text that came by then; later
-text is announced as `delta` frames, at most one per `DELTA_SECONDS` (a model streams a
-token or two per chunk: one frame each cost the server ~0.1 ms and the phone a wake-up
-per token, 500 for a long answer). A reply whose stream ends sooner (a short answer, a
+text is announced as `delta` frames, at most one per the runner's delta window (50 ms,
+wider under load: delta_pace.py; a model streams a token or two per chunk: one frame each
+cost the server ~0.1 ms and the phone a wake-up per token, 500 for a long answer). A reply whose stream ends sooner (a short answer, a
 fast provider, text before tool calls) is never created half-written: `settle`, once the
 stream ended, drops the creation that has not begun, and the turn's end writes the
 message once, with its final text, in the transaction that ends the turn (one write and
@@ -28,8 +28,6 @@ from app.threads.writer import Message, create_message, update_message
 logger = logging.getLogger(__name__)
 # A few tokens at a model's pace; well below what a reader notices before the first words.
 GATHER_SECONDS = 0.03
-# 20 updates a second: as smooth to read as every token.
-DELTA_SECONDS = 0.05
 
 
 class ReplyStream:
@@ -40,13 +38,13 @@ class ReplyStream:
         self._creating: asyncio.Task[None] | None = None
         self._began = False
         self._sent = 0  # characters of `text` in the message or announced
-        self._sent_at = -DELTA_SECONDS
+        self._sent_at = -1.0
         self._timer: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
         self._cancel_timer()
         self.message, self.text, self._creating, self._began = None, "", None, False
-        self._sent, self._sent_at = 0, -DELTA_SECONDS
+        self._sent, self._sent_at = 0, -1.0
 
     async def append(self, delta: str) -> None:
         self.text += delta
@@ -59,7 +57,7 @@ class ReplyStream:
         if self._timer is not None:
             return  # the text will go with the frame already due
         loop = asyncio.get_running_loop()
-        wait = self._sent_at + DELTA_SECONDS - loop.time()
+        wait = self._sent_at + self.deps.pace.window - loop.time()
         if wait <= 0:
             self._announce()
         else:

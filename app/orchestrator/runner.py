@@ -127,8 +127,8 @@ class RunExecution:
             await runs.close_open_activities(
                 session, self.run.id, error_type=error_type, error=activity_error
             )
-            await usage.record(session, self.run.id, self.usage)  # before the end is published
-            await runs.finish_run(session, self.run.id, self.deps.owner, status, error)
+            spent = usage.end_values(self.usage)
+            await runs.finish_run(session, self.run.id, self.deps.owner, status, error, spent)
 
         try:
             await self.reply.settle()
@@ -177,17 +177,17 @@ class RunExecution:
 
         run, owner = self.run, self.deps.owner
 
+        spent = usage.end_values(self.usage)  # written with the run's end
+
         async def work(session: AsyncSession) -> None:
-            await usage.record(session, run.id, self.usage)  # before the run's end is seen
             if await self.reply.write(session, content=text) or not (text or note):
-                await runs.finish_run(session, run.id, owner, RunStatus.COMPLETED)
+                await runs.finish_run(session, run.id, owner, RunStatus.COMPLETED, usage=spent)
                 return
             answer = {"role": "assistant", "content": text or note, "run_id": run.id}
-            await runs.finish_run_with_answer(session, run.id, owner, run.thread_id, answer)
+            await runs.finish_run_with_answer(session, run.id, owner, run.thread_id, answer, spent)
 
-        # Nothing streamed to update and no usage: one statement on PostgreSQL, without
-        # BEGIN/COMMIT.
-        alone = self.reply.message is None and self.usage.empty
+        # Nothing streamed to update: one statement on PostgreSQL, without BEGIN/COMMIT.
+        alone = self.reply.message is None
         await (self.deps.write_alone if alone else self.deps.write)(work)
         self.reply.start()  # written: nothing left for an abrupt end to keep
 

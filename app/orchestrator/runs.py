@@ -13,12 +13,13 @@ from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import and_, any_, bindparam, delete, exists, func, insert, or_, select, update
+from sqlalchemy import and_, any_, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import direct
 from app.db.models import Run, RunStatus, ThreadMessage, runner_heartbeats
 from app.lib.time import utcnow
+from app.orchestrator import queue_order
 from app.threads import activity as cell
 from app.threads import changes, repository
 from app.threads import plan as plan_cell
@@ -29,42 +30,23 @@ INTERRUPTED = cell.INTERRUPTED
 _runs = Run.__table__
 
 
-def _claimable():
-    """Queued runs that are first in their thread's line, with nothing running there."""
-    run, other = _runs.c, _runs.alias("other").c
-    ahead = exists().where(
-        other.thread_id == run.thread_id,
-        or_(
-            other.status == RunStatus.RUNNING.value,
-            and_(
-                other.status == RunStatus.QUEUED.value,
-                or_(
-                    other.created_at < run.created_at,
-                    and_(other.created_at == run.created_at, other.id < run.id),
-                ),
-            ),
-        ),
-    )
-    return (
-        select(run.id)
-        .where(run.status == RunStatus.QUEUED.value, ~ahead)
-        .order_by(run.created_at, run.id)
-        .limit(1)
-    )
-
-
-@lru_cache(maxsize=2)
-def _claim_statement(postgres: bool):
+@lru_cache(maxsize=4)
+def _claim_statement(postgres: bool, fair: bool = False):
     """Built once: composing this statement costs more than running it. Core, on the
     table's own columns: an ORM attribute anywhere in it makes the session run it as an
-    ORM bulk UPDATE (2.5 times the CPU, and its cache key worked out again each time)."""
-    candidates = _claimable().limit(bindparam("slots"))
+    ORM bulk UPDATE (2.5 times the CPU, and its cache key worked out again each time).
+    `fair`: fairest first across users (queue_order.py), else oldest first."""
+    if fair:
+        candidates = queue_order.fairest_first(postgres=postgres)
+    else:
+        candidates = queue_order.oldest_first().limit(bindparam("slots"))
+        if postgres:
+            candidates = candidates.with_for_update(skip_locked=True)
     if postgres:
         # ANY(ARRAY(…)): the candidates are picked once, before the UPDATE, as a scalar
         # subquery would be (an IN semi-join is re-planned and, under concurrent
         # claimers, let all but one come back empty)
-        locked = candidates.with_for_update(skip_locked=True).scalar_subquery()
-        chosen = _runs.c.id == any_(func.array(locked))
+        chosen = _runs.c.id == any_(func.array(candidates.scalar_subquery()))
     else:
         chosen = _runs.c.id.in_(candidates.scalar_subquery())
     return (
@@ -82,9 +64,16 @@ def _claim_statement(postgres: bool):
 
 
 async def claim_runs(
-    session: AsyncSession, owner: str, lease_seconds: float, *, postgres: bool, slots: int
+    session: AsyncSession,
+    owner: str,
+    lease_seconds: float,
+    *,
+    postgres: bool,
+    slots: int,
+    fair: bool = False,
 ) -> list[StoredRun]:
-    """Atomically move up to `slots` eligible runs to running under our lease, oldest first.
+    """Atomically move up to `slots` eligible runs to running under our lease, oldest
+    first, or with `fair` fairest first across users (app/orchestrator/queue_order.py).
 
     One UPDATE … WHERE status='queued' … RETURNING: on SQLite it holds the write lock; on
     PostgreSQL the candidates are picked FOR UPDATE SKIP LOCKED, so concurrent runners
@@ -95,12 +84,26 @@ async def claim_runs(
     now = utcnow()
     expires = now + timedelta(seconds=lease_seconds)
     params = {"owner": owner, "expires": expires, "now": now, "slots": slots}
-    rows = await direct.execute(session, _claim_statement(postgres), params)
+    rows = await direct.execute(session, _claim_statement(postgres, fair), params)
     claimed = stored_runs(rows.mappings())
     claimed.sort(key=lambda run: (run.created_at, run.id))
     for run in claimed:
         changes.run_changed(session, run)
     return claimed
+
+
+async def queue_positions(session: AsyncSession, most: int) -> list[UUID]:
+    """The first `most` eligible queued runs, in the order the fair claim takes them."""
+    rows = await session.execute(queue_order.positions_statement(), {"most": most})
+    return [run_id for (run_id,) in rows]
+
+
+async def queued_runs(session: AsyncSession, run_ids: list[UUID]) -> list[StoredRun]:
+    """These runs as stored, those still queued."""
+    rows = await session.execute(
+        select(*_runs.c).where(_runs.c.id.in_(run_ids), _runs.c.status == RunStatus.QUEUED.value)
+    )
+    return stored_runs(rows.mappings())
 
 
 async def claim_next_run(
@@ -176,36 +179,61 @@ async def close_open_plan(session: AsyncSession, run_id: UUID, *, error: str) ->
 
 
 async def finish_run(
-    session: AsyncSession, run_id: UUID, owner: str, status: RunStatus, error: str | None = None
+    session: AsyncSession,
+    run_id: UUID,
+    owner: str,
+    status: RunStatus,
+    error: str | None = None,
+    usage: Mapping[str, Any] | None = None,
 ) -> StoredRun | None:
-    """End a run we hold; None if the lease was lost (another process reaped it)."""
+    """End a run we hold, with its model usage (the `USAGE_COLUMNS`; None: no model call);
+    None if the lease was lost (another process reaped it)."""
     statement = _finish_statement(changes.run_end_values())
-    rows = await direct.execute(session, statement, _finish_params(run_id, owner, status, error))
+    params = _finish_params(run_id, owner, status, error, usage)
+    rows = await direct.execute(session, statement, params)
     return _ended(session, rows.mappings())
 
 
 async def finish_run_with_answer(
-    session: AsyncSession, run_id: UUID, owner: str, thread_id: UUID, answer: dict[str, Any]
+    session: AsyncSession,
+    run_id: UUID,
+    owner: str,
+    thread_id: UUID,
+    answer: dict[str, Any],
+    usage: Mapping[str, Any] | None = None,
 ) -> StoredRun | None:
     """End a run we hold as completed with its answer (the fields of a new assistant
     message): on PostgreSQL one statement, atomic by itself (writer.create_message_with).
     None if the lease was lost (the answer is stored all the same, as in two statements)."""
     statement = _finish_statement(changes.run_end_values())
-    params = _finish_params(run_id, owner, RunStatus.COMPLETED)
+    params = _finish_params(run_id, owner, RunStatus.COMPLETED, usage=usage)
     _, ended = await create_message_with(session, thread_id, answer, statement, params)
     return _ended(session, [] if ended is None else [ended])
 
 
+# The run's usage is written by the UPDATE that ends it (one statement fewer a turn than
+# an UPDATE of its own); prefixed, as the answer's INSERT shares the parameters.
+USAGE_COLUMNS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens",
+                 "cost_nanousd")  # fmt: skip
+
+
 def _finish_params(
-    run_id: UUID, owner: str, status: RunStatus, error: str | None = None
+    run_id: UUID,
+    owner: str,
+    status: RunStatus,
+    error: str | None = None,
+    usage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    return {
+    params = {
         "run_id": run_id,
         "owner": owner,
         "status": status.value,
         "error": error,
         "now": utcnow(),
     }
+    for column in USAGE_COLUMNS:
+        params[f"usage_{column}"] = None if usage is None else usage[column]
+    return params
 
 
 def _ended(session: AsyncSession, rows: Iterable[Mapping[str, Any]]) -> StoredRun | None:
@@ -255,6 +283,7 @@ def _build_finish_statement(extra: dict[str, Any]) -> Any:
             # given, not left to the column's onupdate: inside a statement with another
             # UPDATE (finish_run_with_answer) both would bind a parameter `updated_at`
             updated_at=bindparam("now"),
+            **{column: bindparam(f"usage_{column}") for column in USAGE_COLUMNS},
             **extra,
         )
         .returning(*_runs.c)

@@ -3,12 +3,6 @@ and written on the run's row in the transaction that ends it."""
 
 from __future__ import annotations
 
-from uuid import UUID
-
-from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from app.db.models import Run
 from app.db.models.run import NANO
 from app.orchestrator.door.types import Usage
 from app.orchestrator.llm import run_usage
@@ -31,8 +25,9 @@ def usage_values(usage: Usage) -> dict[str, int | float | None]:
     }
 
 
-async def record(session: AsyncSession, run_id: UUID, usage: Usage | None) -> None:
-    """Write the run's usage (nothing when no model call was made)."""
+def end_values(usage: Usage | None) -> dict[str, int | float | None] | None:
+    """The run's usage for the UPDATE that ends it (runs.finish_run); None when no model
+    call was made."""
     if usage is None or usage.empty:
-        return
-    await session.execute(update(Run).where(Run.id == run_id).values(**usage_values(usage)))
+        return None
+    return usage_values(usage)

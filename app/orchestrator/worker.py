@@ -25,12 +25,17 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import Run
+from app.observability import metrics
 from app.orchestrator import notify, runs
 from app.orchestrator.context import RunnerDeps
+from app.orchestrator.delta_pace import DeltaPace, LagProbe
 from app.orchestrator.runner import RunExecution
 from app.settings import Settings
+from app.threads import changes
 
 logger = logging.getLogger(__name__)
+# A full process tells the runs queued in it their place in line, up to this place.
+POSITIONS_TOLD = 1000
 
 
 class RunWorker:
@@ -43,6 +48,7 @@ class RunWorker:
             session_factory=session_factory,
             owner=owner,
             http=httpx.AsyncClient(timeout=30, follow_redirects=False),
+            pace=DeltaPace(settings.stream_delta_seconds, settings.stream_delta_max_seconds),
         )
         self.deps.slot_freed = self._slot_freed
         self.settings = settings
@@ -56,8 +62,11 @@ class RunWorker:
         # (notify.relay) if this one cannot claim them at once.
         self._queued_here: set[UUID] = set()
         self._saturated = False
+        # Runs queued in this process that wait for a slot: the place last told (0: none).
+        self._told: dict[UUID, int] = {}
         self._loop_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
+        self._lag_task: asyncio.Task[None] | None = None
         self._peers = PeerWatch(settings.runner_heartbeat_timeout_seconds)
         self._stopping = False
         self._postgres = not settings.is_sqlite
@@ -69,8 +78,15 @@ class RunWorker:
         await self._beat()  # our row exists before we hold any run
         await self._expire_dead_local_owners()
         await self._reap()
+        metrics.watch_runner(
+            in_use=self._busy_runs,
+            parked=self.deps.parked_runs,
+            waiting=lambda: len(self._awaited),
+            limit=self.settings.runner_max_concurrent_runs,
+        )
         self._loop_task = asyncio.create_task(self._run_loop(), name="run-worker")
         self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name="run-heartbeat")
+        self._lag_task = asyncio.create_task(LagProbe(self.deps.pace).run(), name="run-lag")
 
     async def stop(self) -> None:
         self._stopping = True
@@ -84,10 +100,11 @@ class RunWorker:
         tasks = [e.task for e in self.executions.values() if e.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=10)
-        if self._heartbeat_task is not None:
-            self._heartbeat_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._heartbeat_task
+        for task in (self._heartbeat_task, self._lag_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         with contextlib.suppress(Exception):  # gone anyway once peers see it silent
             await self.deps.write(lambda s: runs.forget_heartbeat(s, self.deps.owner))
         await self.deps.http.aclose()
@@ -97,6 +114,7 @@ class RunWorker:
             self._awaited.add(object_id)
             if here:
                 self._queued_here.add(object_id)
+                self._told.setdefault(object_id, 0)
             self._wake.set()
         elif kind == "cancel":
             if (execution := self.executions.get(object_id)) is not None:
@@ -114,6 +132,8 @@ class RunWorker:
             self._wake.clear()
             try:
                 await self._claim_all()
+                if self._saturated and self._told:
+                    await self._tell_positions()
                 now = loop.time()
                 if self.executions and now >= next_renew - poll:
                     await self._renew()
@@ -143,18 +163,23 @@ class RunWorker:
             if self._saturated:
                 self._hand_on(set(self._queued_here))
                 return
+            # More runs wait than slots are free: fairest first (queue_order.py), else
+            # the cheaper oldest first (all of them get a slot anyway).
+            fair = len(self._awaited) > slots
             claimed = await self.deps.write_alone(  # one UPDATE … RETURNING
-                lambda s, slots=slots: runs.claim_runs(
+                lambda s, slots=slots, fair=fair: runs.claim_runs(
                     s,
                     self.deps.owner,
                     self.settings.run_lease_seconds,
                     postgres=self._postgres,
                     slots=slots,
+                    fair=fair,
                 )
             )
             for run in claimed:
                 self._awaited.discard(run.id)
                 self._queued_here.discard(run.id)
+                self._told.pop(run.id, None)
                 execution = RunExecution(self.deps, run)
                 self.executions[run.id] = execution
                 execution.task = asyncio.create_task(self._execute(execution), name=f"run-{run.id}")
@@ -170,7 +195,25 @@ class RunWorker:
             queued = await self.deps.write(lambda s: runs.still_queued(s, list(asked)))
             self._awaited -= asked - queued  # runs heard of meanwhile stay
             self._queued_here -= asked - queued
+            for run_id in asked - queued:
+                self._told.pop(run_id, None)
             self._hand_on(asked & self._queued_here)
+
+    async def _tell_positions(self) -> None:
+        """The process is full: each run queued here that waits for a slot is told its
+        place in line (a `run` frame `queued` with `position`), again when it moves.
+        Places are read in the order every process claims (queue_order.py)."""
+        async with self.deps.read_sessions() as session:
+            order = await runs.queue_positions(session, POSITIONS_TOLD)
+            place = {run_id: index + 1 for index, run_id in enumerate(order)}
+            moved = {r: place[r] for r, told in self._told.items() if place.get(r, told) != told}
+            waiting = await runs.queued_runs(session, list(moved)) if moved else []
+        if len(order) < POSITIONS_TOLD:  # the others are not in line (claimed, cancelled,
+            for run_id in set(self._told) - set(place):  # behind their thread's run)
+                del self._told[run_id]
+        for run in waiting:
+            self._told[run.id] = moved[run.id]
+            changes.run_waiting(run, moved[run.id])
 
     def _hand_on(self, run_ids: set[UUID]) -> None:
         """Wake the other processes for runs queued here that this one could not claim:

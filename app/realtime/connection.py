@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import weakref
 from collections import deque
 from uuid import UUID
 
@@ -57,6 +58,18 @@ def _reason(exc: Exception) -> str:
     return str(exc)
 
 
+# This process's open connections, for /metrics' send-queue gauges (read at each scrape).
+_open: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+
+def _queued() -> float:
+    return float(sum(connection.queued for connection in list(_open)))
+
+
+def _deepest() -> float:
+    return float(max((connection.queued for connection in list(_open)), default=0))
+
+
 class TokenBucket:
     def __init__(self, rate: float, burst: int) -> None:
         self.rate, self.capacity = rate, float(burst)
@@ -88,6 +101,8 @@ class Connection:
         self._closing = False
         self._task: asyncio.Task[None] | None = None
         self._pings = client_pings(socket.scope)
+        _open.add(self)
+        metrics.watch_send_queues(_queued, _deepest, settings.ws_send_queue_size)
         self._callbacks = SocketCallbacks(
             send=self.send_text,
             push_live=self.push_live,
@@ -96,6 +111,11 @@ class Connection:
         )
 
     # -- sending -------------------------------------------------------------------
+    @property
+    def queued(self) -> int:
+        """Frames waiting in this socket's send queue."""
+        return len(self._outbox)
+
     def push_live(self, text: str) -> None:
         if len(self._outbox) >= self.settings.ws_send_queue_size:
             self.close(CLOSE_TOO_SLOW)

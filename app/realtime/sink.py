@@ -28,6 +28,10 @@ class FrameSink(changes.ChangeSink):
     def run_changed(self, run: RunRead) -> None:
         self.deliver(run.thread_id, RunFrame(thread_id=run.thread_id, run=run))
 
+    def run_waiting(self, run: RunRead, position: int) -> None:
+        frame = RunFrame(thread_id=run.thread_id, run=run, position=position)
+        self.deliver(run.thread_id, frame)
+
     def text_delta(self, thread_id: UUID, message_id: UUID, content: str) -> None:
         frame = DeltaFrame(thread_id=thread_id, message_id=message_id, content=content)
         self.deliver(thread_id, frame)

@@ -42,6 +42,9 @@ class ChangeSink:
     def run_queued(self, run_id: UUID) -> None:
         """A new run waits to be claimed."""
 
+    def run_waiting(self, run: RunRead, position: int) -> None:
+        """A queued run waits for a free runner slot, `position` in line (1: next)."""
+
     def cancel_requested(self, run_id: UUID) -> None:
         """A running run was asked to stop."""
 
@@ -132,6 +135,11 @@ def run_end_values() -> dict[str, Any]:
 
 def run_queued(session: AsyncSession, run_id: UUID) -> None:
     on_commit(session, partial(_deliver, "run_queued", run_id))
+
+
+def run_waiting(run: Run | StoredRun, position: int) -> None:
+    """Not a stored change: the runner tells a queued run its place in line."""
+    _deliver("run_waiting", run_read(run), position)
 
 
 def cancel_requested(session: AsyncSession, run_id: UUID) -> None:

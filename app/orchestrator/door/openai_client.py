@@ -25,6 +25,7 @@ import msgspec
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
+from app.observability import metrics
 from app.orchestrator.door.errors import (
     LLMError,
     error_fields,
@@ -49,6 +50,8 @@ class WireRequest:
     headers: dict[str, str]
     body: bytes
     key: str | None  # only to scrub it from error texts
+    provider: str = "default"  # whose connection pool (metrics label too)
+    max_connections: int = 1000
 
 
 def build_request(call: ModelCall) -> WireRequest:
@@ -72,7 +75,9 @@ def build_request(call: ModelCall) -> WireRequest:
     if target.api_key:
         headers["Authorization"] = f"Bearer {target.api_key}"
     url = f"{target.api_base.rstrip('/')}/chat/completions"
-    return WireRequest(url, headers, _encode(body), target.api_key)
+    return WireRequest(
+        url, headers, _encode(body), target.api_key, target.provider, target.max_connections
+    )
 
 
 class OpenAIClient:
@@ -87,19 +92,25 @@ class OpenAIClient:
 # -- the connection ----------------------------------------------------------------------
 # aiohttp, not httpx: a streamed call costs ~180 µs of CPU through aiohttp against ~650
 # through httpx (measured here, same SSE).
-_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
-    weakref.WeakKeyDictionary()
-)
+# Per event loop (connections are bound to the loop that made them), one pooled session
+# per provider: a streaming call holds its connection for the whole answer, so each
+# provider gets its own cap (aiohttp's default, 100 for all together, would hold the
+# 101st concurrent stream back until another ended).
+_sessions: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, int], aiohttp.ClientSession]
+] = weakref.WeakKeyDictionary()
 
 
-def _session() -> aiohttp.ClientSession:
-    """One pooled session per event loop (connections are bound to the loop that made
-    them), trusting certifi's CAs."""
-    loop = asyncio.get_running_loop()
-    session = _sessions.get(loop)
+def _session(provider: str, limit: int) -> aiohttp.ClientSession:
+    """This loop's pooled session to `provider`, at most `limit` connections, trusting
+    certifi's CAs."""
+    pools = _sessions.setdefault(asyncio.get_running_loop(), {})
+    session = pools.get((provider, limit))
     if session is None or session.closed:
         tls = ssl.create_default_context(cafile=certifi.where())
-        session = _sessions[loop] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=tls))
+        connector = aiohttp.TCPConnector(ssl=tls, limit=limit, limit_per_host=0)
+        session = pools[(provider, limit)] = aiohttp.ClientSession(connector=connector)
+        metrics.door_connection_limit(provider, limit)
     return session
 
 
@@ -114,9 +125,9 @@ def _env_proxy(url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
 
 
 async def close_session() -> None:
-    """Close this event loop's session and its connections (at shutdown)."""
-    session = _sessions.pop(asyncio.get_running_loop(), None)
-    if session is not None:
+    """Close this event loop's sessions and their connections (at shutdown)."""
+    pools = _sessions.pop(asyncio.get_running_loop(), {})
+    for session in pools.values():
         await session.close()
 
 
@@ -125,22 +136,15 @@ async def open_stream(request: WireRequest, timeout: float) -> aiohttp.ClientRes
     `timeout`); an error status or a failed connection raises `LLMError`."""
     limits = aiohttp.ClientTimeout(total=None, connect=timeout, sock_read=timeout)
     proxy, proxy_auth = _env_proxy(request.url)
+    session = _session(request.provider, request.max_connections)
+    metrics.door_stream_started(request.provider)  # ended when read_batches releases it
     try:
-        response = await _session().post(
-            request.url,
-            data=request.body,
-            headers=request.headers,
-            timeout=limits,
-            proxy=proxy,
-            proxy_auth=proxy_auth,
-            allow_redirects=False,  # a redirect would resend the key elsewhere
-        )
-    except TimeoutError as exc:  # aiohttp's connect and read timeouts
-        raise LLMError("timeout", "The model did not answer in time.") from exc
-    except aiohttp.ClientError as exc:
-        reason = scrub(str(exc) or type(exc).__name__, request.key)
-        raise LLMError("connection", f"Could not reach the model provider: {reason}") from exc
+        response = await _open(session, request, limits, proxy, proxy_auth)
+    except BaseException:
+        metrics.door_stream_ended(request.provider)
+        raise
     if response.status >= 400:
+        metrics.door_stream_ended(request.provider)
         try:
             raw = await response.read()
         except (aiohttp.ClientError, TimeoutError):
@@ -154,6 +158,30 @@ async def open_stream(request: WireRequest, timeout: float) -> aiohttp.ClientRes
     return response
 
 
+async def _open(
+    session: aiohttp.ClientSession,
+    request: WireRequest,
+    limits: aiohttp.ClientTimeout,
+    proxy: URL | None,
+    proxy_auth: aiohttp.BasicAuth | None,
+) -> aiohttp.ClientResponse:
+    try:
+        return await session.post(
+            request.url,
+            data=request.body,
+            headers=request.headers,
+            timeout=limits,
+            proxy=proxy,
+            proxy_auth=proxy_auth,
+            allow_redirects=False,  # a redirect would resend the key elsewhere
+        )
+    except TimeoutError as exc:  # aiohttp's connect and read timeouts
+        raise LLMError("timeout", "The model did not answer in time.") from exc
+    except aiohttp.ClientError as exc:
+        reason = scrub(str(exc) or type(exc).__name__, request.key)
+        raise LLMError("connection", f"Could not reach the model provider: {reason}") from exc
+
+
 # -- the stream ----------------------------------------------------------------------------
 _DONE = object()
 
@@ -163,17 +191,24 @@ async def read_batches(
 ) -> AsyncIterator[list[Chunk]]:
     """The stream's chunks as they arrive: all those of one read of the socket together
     (a generator step per chunk cost more than decoding it), until `[DONE]` or the end
-    of the body. A line that is not JSON is skipped; an error object raises its error."""
-    reads = _data_lines(response)
+    of the body. A line that is not JSON is skipped; an error object raises its error.
+    The body is read here, not through a generator of lines: a model streams a token or
+    two per read, and each generator layer is a step per token."""
+    content, lines = response.content, _SseLines()
     try:
-        async for payloads in reads:
-            batch, end = _decode_batch(request, payloads)
-            if batch:
-                yield batch
-            if isinstance(end, Exception):  # after the chunks that came before it
-                raise end
-            if end is _DONE:
-                await _finish_body(reads)
+        while True:
+            data = await content.readany()
+            payloads = lines.feed(data) if data else lines.rest()
+            if payloads:
+                batch, end = _decode_batch(request, payloads)
+                if batch:
+                    yield batch
+                if isinstance(end, Exception):  # after the chunks that came before it
+                    raise end
+                if end is _DONE:
+                    await _finish_body(content)
+                    return
+            if not data:  # the end of the body
                 return
     except TimeoutError as exc:  # a read waited `timeout`: the stream stalled
         raise LLMError("timeout", "The model did not answer in time.") from exc
@@ -181,6 +216,27 @@ async def read_batches(
         raise LLMError("connection", LOST) from exc
     finally:
         response.release()  # read to its end: back to the pool; else closed
+        metrics.door_stream_ended(request.provider)
+
+
+class _SseLines:
+    """The payloads of complete SSE `data:` lines, read by read; blank separators,
+    `event:` lines and `: keep-alive` comments are passed over."""
+
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending = b""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        lines = (self.pending + data).split(b"\n")
+        self.pending = lines.pop()
+        return [line[5:].strip() for line in lines if line.startswith(b"data:")]
+
+    def rest(self) -> list[bytes]:
+        """A last line without its newline."""
+        pending, self.pending = self.pending, b""
+        return [pending[5:].strip()] if pending.startswith(b"data:") else []
 
 
 def _decode_batch(request: WireRequest, payloads: list[bytes]) -> tuple[list[Chunk], Any]:
@@ -210,24 +266,10 @@ def _chunk_error(request: WireRequest, error: Any) -> LLMError:
     return from_status(status, error_type, scrub(message, request.key))
 
 
-async def _finish_body(reads: AsyncIterator[list[bytes]]) -> None:
+async def _finish_body(content: aiohttp.StreamReader) -> None:
     """Read what follows `[DONE]`: a response read to its end gives its connection back
     to the pool. A server that keeps the stream open gets a moment."""
     with contextlib.suppress(Exception):
         async with asyncio.timeout(DRAIN_SECONDS):
-            async for _ in reads:
+            while await content.readany():
                 pass
-
-
-async def _data_lines(response: aiohttp.ClientResponse) -> AsyncIterator[list[bytes]]:
-    """Per read of the body, the payloads of its complete SSE `data:` lines; blank
-    separators, `event:` lines and `: keep-alive` comments are passed over."""
-    pending = b""
-    async for data in response.content.iter_any():
-        lines = (pending + data).split(b"\n")
-        pending = lines.pop()
-        payloads = [line[5:].strip() for line in lines if line.startswith(b"data:")]
-        if payloads:
-            yield payloads
-    if pending.startswith(b"data:"):  # a last line without its newline
-        yield [pending[5:].strip()]

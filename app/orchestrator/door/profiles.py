@@ -5,7 +5,7 @@ the key, extra headers, timeout and prices, per deployment; an agent's model nam
     profiles:
       claude: {kind: litellm, provider: anthropic, api_key_env: ANTHROPIC_KEY}
       local:  {kind: openai, base_url: "http://gpu-box:8000/v1", timeout_seconds: 120,
-               prices: {input_per_million: 0, output_per_million: 0}}
+               max_connections: 64, prices: {input_per_million: 0, output_per_million: 0}}
 
 An agent whose model is `claude/claude-sonnet-4-5` goes through litellm as
 `anthropic/claude-sonnet-4-5` with the key in $ANTHROPIC_KEY; `local/qwen3` through our
@@ -67,6 +67,8 @@ class ProviderProfile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     headers: dict[str, str] = {}
     timeout_seconds: Annotated[float, Meta(gt=0)] | None = None
     stream_usage: bool = True  # false: a server that refuses `stream_options`
+    # connections to this provider held open at once (LLM_MAX_CONNECTIONS_PER_PROVIDER)
+    max_connections: Annotated[int, Meta(ge=1)] | None = None
     prices: ProfilePrices | None = None
 
 
@@ -129,6 +131,7 @@ def profile_target(
         profile=name,
         agent_type=base.agent_type,
         stream_usage=profile.stream_usage,
+        max_connections=profile.max_connections or base.max_connections,
     )
 
 

@@ -135,6 +135,17 @@ class ModelTarget:
     profile: str = "default"
     agent_type: str = ""
     stream_usage: bool = True  # ask OpenAI-format providers for usage in the stream
+    # Connections our client holds open to this target's provider (one per streaming call;
+    # beyond them calls wait for one): LLM_MAX_CONNECTIONS_PER_PROVIDER or the profile's.
+    max_connections: int = 1000
+
+    @property
+    def provider(self) -> str:
+        """Whose connections these are: the profile's name, or for the default profile
+        the model's provider prefix (`openai`, `groq`…)."""
+        if self.profile != "default":
+            return self.profile
+        return self.model.partition("/")[0] if "/" in self.model else "default"
 
 
 @dataclass(frozen=True)
