@@ -74,6 +74,13 @@ PUSH_EVENT_FAILURES = Counter(
     "Push events whose fan-out failed, by what became of them (retry, dead_lettered)",
     ["outcome"],
 )
+FENCED = Counter(
+    f"{PREFIX}_fenced",
+    "Holders stopped because the database refused a write under a lease no longer theirs "
+    "(app/threads/fence.py), by holder: run (a runner that lost a run's lease), push (a "
+    "sender that lost a delivery's claim)",
+    ["holder"],
+)
 
 # Limits and how much of each is in use, read when /metrics is scraped (set_function):
 # every pool and cap on a turn's path, sized for waiting runs (issue: many slow streams).
@@ -244,3 +251,8 @@ def watch_send_queues(
     WS_SEND_QUEUED.set_function(queued)
     WS_SEND_QUEUE_DEEPEST.set_function(deepest)
     WS_SEND_QUEUE_LIMIT.set(limit)
+
+
+def fenced(holder: str) -> None:
+    """A holder (`run`, `push`) found its lease gone: refused, it stopped."""
+    FENCED.labels(holder).inc()

@@ -20,6 +20,7 @@ from app.orchestrator.delta_pace import DeltaPace
 from app.orchestrator.door.profiles import load_profiles
 from app.orchestrator.llm import ModelTarget, target_for
 from app.settings import Settings
+from app.threads.fence import Fenced, Lease
 from app.tools.executor import ToolCallCache
 from app.tools.toolsets import AgentTypeConfig
 
@@ -46,7 +47,9 @@ class ApprovalWaiters:
 
 
 def _forget_write(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
+    if task.cancelled() or isinstance(task.exception(), Fenced):  # the run says it, once
+        return
+    if task.exception() is not None:
         logger.warning("a runner write failed: %r", task.exception())
 
 
@@ -62,6 +65,8 @@ class RunnerDeps:
     slot_freed: Callable[[], None] = lambda: None  # the worker claims more runs at once
     # Time between a reply's delta frames (the worker's LagProbe widens it under load).
     pace: DeltaPace = field(default_factory=lambda: DeltaPace(0.05, 0.15))
+    # A write under this lease was refused (app/threads/fence.py): the worker stops its run.
+    fenced: Callable[[Lease], None] = lambda lease: None
 
     _inflight: set[asyncio.Task[Any]] = field(default_factory=set)
     # Sessions for work that only reads (no BEGIN/COMMIT on PostgreSQL: app/db/reads.py).
@@ -99,7 +104,11 @@ class RunnerDeps:
         self, work: Callable[[AsyncSession], Awaitable[T]], session: AsyncSession | None
     ) -> T:
         async with session or self.session_factory() as current:
-            result = await work(current)
+            try:
+                result = await work(current)
+            except Fenced as refused:  # rolled back as the session closes
+                self.fenced(refused.lease)
+                raise
             await current.commit()
             return result
 

@@ -28,6 +28,7 @@ from app.db.models import Device, PushDelivery, PushEvent, Run, Thread, push_pre
 from app.db.models.run import RunStatus
 from app.lib.time import utcnow
 from app.orchestrator.runs import finish_run
+from app.threads.fence import Lease
 from app.push import events
 from app.push.apns import ApnsClient
 from app.push.events import PushHook
@@ -128,7 +129,7 @@ async def turn_end_cost(sessions, turns: int, hooked: bool, scene: str) -> EndCo
                 session.add(run)
                 await session.commit()
                 started, cpu_started = time.perf_counter(), time.process_time()
-                assert await finish_run(session, run.id, "bench", RunStatus.COMPLETED)
+                assert await finish_run(session, Lease(run.id, "bench", 0), RunStatus.COMPLETED)
                 await session.commit()
                 times.append(time.perf_counter() - started)
                 cpu += time.process_time() - cpu_started

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0013_mcp_oauth"
-down_revision: str | None = "0011_run_usage"
+down_revision: str | None = "0012_run_lease_epoch"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
