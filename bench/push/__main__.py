@@ -28,13 +28,13 @@ from app.db.models import Device, PushDelivery, PushEvent, Run, Thread, push_pre
 from app.db.models.run import RunStatus
 from app.lib.time import utcnow
 from app.orchestrator.runs import finish_run
-from app.threads.fence import Lease
 from app.push import events
 from app.push.apns import ApnsClient
 from app.push.events import PushHook
 from app.push.sender import PushSender
 from app.settings import Settings
 from app.threads import changes
+from app.threads.fence import Lease
 from bench.common import add_user_with_agent
 from tests.push.conftest import BUNDLE, apns_overrides
 from tests.support.databases import (
