@@ -115,6 +115,14 @@ async def test_connect_call_refresh_and_revoke(api: OrchestratorApi, world: OAut
     subject = cell["data"]["text"]
     assert subject.startswith("you are user-")
 
+    # Revoked early at the server (here it still looks fresh): its 401 makes the call
+    # refresh the token once and try again.
+    world.authority.expire_access_tokens()
+    before = world.authority.refreshed
+    cell = await _whoami(api)
+    assert cell["status"] == "success" and cell["data"]["text"] == subject
+    assert world.authority.refreshed == before + 1
+
     # An hour later: the access token has expired (there and here); the call refreshes first.
     world.authority.expire_access_tokens()
     await api.db.execute(update(McpConnection).values(expires_at=utcnow()))
