@@ -155,9 +155,9 @@ async def test_a_state_is_single_use_and_bound_to_its_start(api: OrchestratorApi
     location = await _authorize(api)
     assert (await _callback(api, location)).status_code == 303
     again = await _callback(api, location)  # replayed: the state is spent
-    assert again.status_code == 400 and "already used" in again.json()["detail"]
+    assert again.status_code == 404 and "already used" in again.json()["detail"]
     forged = await api.client.get("/api/mcp/oauth/callback?state=made-up&code=x")
-    assert forged.status_code == 400
+    assert forged.status_code == 404
     assert forged.headers["content-type"].startswith("application/problem+json")
 
 

@@ -123,7 +123,7 @@ async def take_pending(
         )
     ).first()
     if row is None:
-        raise ProblemException(400, "This authorization is unknown or was already used.")
+        raise ProblemException(404, "This authorization is unknown or was already used.")
     user_id, server, sealed, expires = row
     opened = vault.open(sealed)
     if expires <= utcnow() or opened is None:
