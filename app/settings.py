@@ -111,7 +111,11 @@ class Settings:
         Meta(description="lease of a running run, renewed by its worker; expired: interrupted"),
     ] = 30.0
     approval_ttl_seconds: Annotated[
-        PositiveFloat, Meta(description="how long a tool call waits in `awaiting_approval`")
+        PositiveFloat,
+        Meta(
+            description="how long a tool call waits in `awaiting_approval` (and a tool's "
+            "question to the user in `awaiting_input`)"
+        ),
     ] = 600.0
     runner_enabled: Annotated[
         bool, Meta(description="the embedded run worker (off: runs stay `queued`)")

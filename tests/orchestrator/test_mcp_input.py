@@ -130,3 +130,19 @@ async def test_answers_are_checked(api: OrchestratorApi) -> None:
         _input_url(other_thread, message), json={"action": "cancel"}, headers=api.headers
     )
     assert elsewhere.status_code == 404
+
+
+async def test_cancelling_the_run_ends_a_waiting_question(api: OrchestratorApi) -> None:
+    thread_id, run_id, message = await _asked(api)
+    cancel = await api.client.post(
+        f"/api/threads/{thread_id}/runs/{run_id}/cancel", headers=api.headers
+    )
+    assert cancel.status_code in (200, 202), cancel.text
+    assert (await api.wait_run(thread_id, run_id))["status"] == "cancelled"
+    [done] = await api.tool_messages(thread_id)
+    assert done["tool_activity"]["status"] == "failure"
+    assert done["tool_activity"]["error_type"] == "cancelled"
+    late = await api.client.post(
+        _input_url(thread_id, message), json={"action": "decline"}, headers=api.headers
+    )
+    assert late.status_code == 409

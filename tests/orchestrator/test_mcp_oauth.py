@@ -115,6 +115,14 @@ async def test_connect_call_refresh_and_revoke(api: OrchestratorApi, world: OAut
     subject = cell["data"]["text"]
     assert subject.startswith("you are user-")
 
+    # Revoked early at the server (here it still looks fresh): its 401 makes the call
+    # refresh the token once and try again.
+    world.authority.expire_access_tokens()
+    before = world.authority.refreshed
+    cell = await _whoami(api)
+    assert cell["status"] == "success" and cell["data"]["text"] == subject
+    assert world.authority.refreshed == before + 1
+
     # An hour later: the access token has expired (there and here); the call refreshes first.
     world.authority.expire_access_tokens()
     await api.db.execute(update(McpConnection).values(expires_at=utcnow()))
@@ -147,9 +155,9 @@ async def test_a_state_is_single_use_and_bound_to_its_start(api: OrchestratorApi
     location = await _authorize(api)
     assert (await _callback(api, location)).status_code == 303
     again = await _callback(api, location)  # replayed: the state is spent
-    assert again.status_code == 400 and "already used" in again.json()["detail"]
+    assert again.status_code == 404 and "already used" in again.json()["detail"]
     forged = await api.client.get("/api/mcp/oauth/callback?state=made-up&code=x")
-    assert forged.status_code == 400
+    assert forged.status_code == 404
     assert forged.headers["content-type"].startswith("application/problem+json")
 
 

@@ -154,7 +154,7 @@ class McpOAuthCallbackController(Controller):
         "/",
         operation_id="FinishMcpServerOAuth",
         security=[],
-        responses=problems(400, 503),
+        responses=problems(400, 404, 503),
         media_type=MediaType.HTML,
     )
     async def callback(
@@ -172,8 +172,8 @@ class McpOAuthCallbackController(Controller):
         on the server and stores it encrypted; then redirects to MCP_OAUTH_RETURN_URL
         (`?server=…&status=connected|failed&error=…`) or shows a short page."""
         vault = connections.vault_or_none(settings.mcp_token_key)
-        if vault is None:
-            raise ProblemException(503, connections.OFF)
+        if vault is None:  # nothing can have been started: no state is known
+            raise ProblemException(404, f"This authorization is unknown. {connections.OFF}")
         user_id, server, pending = await oauth.take_pending(db_session, oauth_state, vault)
         await db_session.commit()  # the state is spent whatever happens next
         try:

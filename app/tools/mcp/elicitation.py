@@ -36,10 +36,12 @@ class Elicitation:
     server: str
     tool: str
     expired: bool = False
+    asked: bool = False  # the server got as far as asking (the call ran)
 
     async def __call__(
         self, context: ClientRequestContext, params: mcp_types.ElicitRequestParams
     ) -> mcp_types.ElicitResult:
+        self.asked = True
         answer = await self.ctx.ask(input_request(self.server, self.tool, params))
         if answer is None:
             self.expired = True

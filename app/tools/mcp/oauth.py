@@ -22,7 +22,7 @@ from uuid import UUID
 
 import msgspec
 from mcp.client.auth import PKCEParameters
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import McpConnection, McpOAuthState
@@ -123,7 +123,7 @@ async def take_pending(
         )
     ).first()
     if row is None:
-        raise ProblemException(400, "This authorization is unknown or was already used.")
+        raise ProblemException(404, "This authorization is unknown or was already used.")
     user_id, server, sealed, expires = row
     opened = vault.open(sealed)
     if expires <= utcnow() or opened is None:
@@ -164,36 +164,46 @@ async def bearer(
     user_id: UUID,
     server: str,
     vault: Vault,
+    *,
+    refused: bool = False,
 ) -> str | None:
-    """The user's access token for `server`, refreshed first when it has expired; None:
-    not connected, sealed with another key, or the refresh was refused (reconnect)."""
+    """The user's access token for `server`, refreshed first when it has expired (or, with
+    `refused`, because the server refused it: expired early, clocks apart); None: not
+    connected, sealed with another key, or the refresh was refused (reconnect)."""
     lock = _refreshing.setdefault((user_id, server), asyncio.Lock())
-    async with lock, sessions() as session:
-        query = select(McpConnection).where(
-            McpConnection.user_id == user_id, McpConnection.server == server
-        )
-        row = (await session.execute(query)).scalar_one_or_none()
+    query = select(McpConnection).where(
+        McpConnection.user_id == user_id, McpConnection.server == server
+    )
+    async with lock:
+        async with sessions() as session:
+            row = (await session.execute(query)).scalar_one_or_none()
         if row is None:
             return None
-        token = vault.open(row.token_ciphertext)
         soon = utcnow() + timedelta(seconds=REFRESH_MARGIN_SECONDS)
-        if row.oauth_ciphertext is None or row.expires_at is None or row.expires_at > soon:
-            return token
+        fresh_enough = row.expires_at is None or row.expires_at > soon
+        if row.oauth_ciphertext is None or (fresh_enough and not refused):
+            return None if refused else vault.open(row.token_ciphertext)
         sealed = vault.open(row.oauth_ciphertext)
         if sealed is None:
             return None
         grant = msgspec.json.decode(sealed, type=Grant)
-        try:
+        try:  # no database connection is held while the authorization server answers
             fresh = await oauth_tokens.refresh(settings, grant)
         except (TokenRefused, OAuthUnavailable):
             return None
-        grant = msgspec.structs.replace(
-            grant, refresh_token=fresh.refresh_token or grant.refresh_token
-        )
-        row.token_ciphertext = vault.seal(fresh.access_token)
-        row.oauth_ciphertext = vault.seal(msgspec.json.encode(grant).decode())
-        row.expires_at = oauth_tokens.expiry(fresh)
-        await session.commit()
+        refresh_token = fresh.refresh_token or grant.refresh_token
+        grant = msgspec.structs.replace(grant, refresh_token=refresh_token)
+        async with sessions() as session:
+            await session.execute(
+                update(McpConnection)
+                .where(McpConnection.id == row.id)
+                .values(
+                    token_ciphertext=vault.seal(fresh.access_token),
+                    oauth_ciphertext=vault.seal(msgspec.json.encode(grant).decode()),
+                    expires_at=oauth_tokens.expiry(fresh),
+                )
+            )
+            await session.commit()
         return fresh.access_token
 
 

@@ -122,10 +122,14 @@ class McpTool(Tool):
 
         asking = Elicitation(ctx, self.spec.name, self.remote)
         try:
-            async with connect(self.spec, watch, bearer=bearer, elicitation=asking) as client:
-                result = await client.call_tool(
-                    self.remote, arguments, progress_callback=on_progress
-                )
+            try:
+                result = await self._call(arguments, watch, bearer, asking, on_progress)
+            except Exception:
+                renewed = await self._renewed(ctx, watch, asking)
+                if renewed is None:
+                    raise
+                watch = StatusWatch()
+                result = await self._call(arguments, watch, renewed, asking, on_progress)
         except Exception as exc:
             if _being_cancelled():  # the SDK's streams may raise their own error instead
                 raise asyncio.CancelledError from exc
@@ -135,6 +139,35 @@ class McpTool(Tool):
         if asking.expired:  # the server was told `cancel`; the call timed out on the user
             return _input_expired(self.spec.name)
         return self.result(result)
+
+    async def _call(
+        self,
+        arguments: dict[str, Any],
+        watch: StatusWatch,
+        bearer: str | None,
+        asking: Elicitation,
+        on_progress: Any,
+    ) -> mcp_types.CallToolResult:
+        async with connect(self.spec, watch, bearer=bearer, elicitation=asking) as client:
+            return await client.call_tool(self.remote, arguments, progress_callback=on_progress)
+
+    async def _renewed(
+        self, ctx: ToolContext, watch: StatusWatch, asking: Elicitation
+    ) -> str | None:
+        """A per-user OAuth token the server refused (401) before the tool ran: refreshed
+        once, for one more try (the refused request never reached the tool)."""
+        if watch.denied != 401 or not self.spec.per_user or asking.asked:
+            return None
+        from app.tools.mcp.connections import vault_or_none
+        from app.tools.mcp.oauth import bearer
+
+        vault = vault_or_none(ctx.settings.mcp_token_key)
+        if vault is None:
+            return None
+        user = ctx.user.id
+        return await bearer(
+            ctx.session_factory, ctx.settings, user, self.spec.name, vault, refused=True
+        )
 
     def _transport_failure(self, exc: BaseException, watch: StatusWatch) -> ToolResult:
         if watch.denied is not None:
