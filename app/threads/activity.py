@@ -54,6 +54,7 @@ INPUT_EXPIRED = "No one answered the request for input in time."
 INPUT_GIVEN = "Answered"
 # `data` keys of an input request and its answer: they leave the cell when the call resumes
 INPUT_KEYS = ("input_request", "input_response")
+PROGRESS = "progress"  # the `type` of a running call's data (app/tools/results.py)
 INTERRUPTED = "interrupted"  # the error of a cell closed because its run stopped
 
 Activity = dict[str, Any]
@@ -162,7 +163,7 @@ def progressed(
     if display_message is not None:
         changed["display_message"] = display_message
     if data is not None:
-        changed["data"] = {**(changed.get("data") or {}), **data, "type": "progress"}
+        changed["data"] = {**(changed.get("data") or {}), **data, "type": PROGRESS}
     return changed
 
 
@@ -250,7 +251,7 @@ def awaiting_input(
         **activity,
         "status": AWAITING_INPUT,
         "display_message": request.get("message") or "Waiting for your answer",
-        "data": {**(activity.get("data") or {}), "input_request": request},
+        "data": {**(activity.get("data") or {}), "type": PROGRESS, "input_request": request},
         "expires_at": _expiry(now, ttl),
     }
 
@@ -263,7 +264,7 @@ def input_given(activity: Activity, response: dict[str, Any]) -> Activity:
         **activity,
         "status": IN_PROGRESS,
         "display_message": INPUT_GIVEN,
-        "data": {**data, "input_response": response},
+        "data": {**data, "type": PROGRESS, "input_response": response},
         "expires_at": None,
     }
 
@@ -271,7 +272,7 @@ def input_given(activity: Activity, response: dict[str, Any]) -> Activity:
 def resumed(activity: Activity) -> Activity:
     """The running call's cell once the runner took the answer: request and answer gone."""
     data = {k: v for k, v in (activity.get("data") or {}).items() if k not in INPUT_KEYS}
-    return {**activity, "data": data or None}
+    return {**activity, "data": data if set(data) - {"type"} else None}
 
 
 def expired(activity: Activity) -> Activity:

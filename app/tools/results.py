@@ -23,14 +23,37 @@ UNSET = msgspec.UNSET
 Unset = msgspec.UnsetType
 
 
+class InputRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What a running call asks the user (`awaiting_input` cells): the MCP server's
+    message and, in `form` mode, the JSON Schema of the answer (`url` mode: a page to
+    open)."""
+
+    server: str
+    tool: str
+    message: str
+    mode: str  # form | url (open: more may come)
+    requested_schema: dict[str, Any] | Unset = UNSET
+    url: str | Unset = UNSET
+
+
+class InputResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The user's answer, until the call takes it back to the server."""
+
+    action: str  # accept | decline | cancel
+    content: dict[str, Any] | None = None
+
+
 class ToolProgress(ToolData, tag="progress"):
-    """A running call's progress (`in_progress` cells): what the tool reported so far."""
+    """A running call's progress (`in_progress` cells): what the tool reported so far;
+    while it waits for the user (`awaiting_input`), what it asks (`input_request`)."""
 
     url: str | Unset = UNSET  # web.fetch: the page being read
     bytes_received: int | Unset = UNSET  # web.fetch: the body so far
     bytes_total: int | Unset | None = UNSET  # web.fetch: the Content-Length, if sent
     progress: float | Unset = UNSET  # an MCP server's progress notification
     total: float | Unset | None = UNSET
+    input_request: InputRequest | Unset = UNSET
+    input_response: InputResponse | Unset = UNSET
 
 
 class ToolFieldError(msgspec.Struct, kw_only=True, omit_defaults=True):
