@@ -46,7 +46,12 @@ from app.threads import repository
 from app.tools.base import ToolResult
 from app.tools.executor import bare_call_arguments
 from app.tools.registry import get_registry
-from app.tools.toolsets import effective_tools, get_agent_type, known_tool_names
+from app.tools.toolsets import (
+    action_limits,
+    effective_tools,
+    get_agent_type,
+    known_tool_names,
+)
 from app.tools.validation import not_allowed
 
 logger = logging.getLogger(__name__)
@@ -162,6 +167,7 @@ class RunExecution:
             agent=agent,
             config=config,
             allowed=allowed,
+            actions=action_limits(agent.agent_type, agent.enabled_tools),
             delegates=delegates,
             disabled_delegates=disabled,
         )
