@@ -46,6 +46,7 @@ from app.threads import repository
 from app.tools.base import ToolResult
 from app.tools.executor import bare_call_arguments
 from app.tools.registry import get_registry
+from app.tools.schema import narrow_actions
 from app.tools.toolsets import (
     action_limits,
     effective_tools,
@@ -203,6 +204,10 @@ class RunExecution:
         tools: list[dict[str, Any]] = msgspec.json.decode(
             _function_definitions(tuple(spec.allowed), get_registry().generation)
         )
+        for tool in tools:  # an agent allowed some actions only is offered only those
+            function = tool["function"]
+            if (only := spec.actions.get(function["name"])) is not None:
+                function["parameters"] = narrow_actions(function["parameters"], only)
         offered = spec.delegates.items()
         return tools + [delegate_definition(name, agent) for name, agent in offered]
 
