@@ -216,7 +216,13 @@ def with_preview(result: ToolResult, tool: Tool | None = None, action: str = "")
     if result.preview:
         return msgspec.structs.replace(result, preview=clamp(result.preview))
     own = tool.result_preview(action, result) if tool is not None and result.ok else None
-    return msgspec.structs.replace(result, preview=clamp(own) if own else generic_preview(result))
+    preview = clamp(own) if own else generic_preview(result)
+    first_call = (result.data or {}).get("duplicate_of") if result.ok else None
+    said = f"Duplicate of {first_call}"
+    if first_call and not (preview and preview[0].startswith(said)):
+        # a repeat says so on its first line: its lines are not the first call's again
+        preview = clamp([said, *(preview or [])])
+    return msgspec.structs.replace(result, preview=preview)
 
 
 async def _finish(
