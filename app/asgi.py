@@ -53,7 +53,7 @@ from app.tools.controllers import ToolController
 from app.tools.mcp.controllers import McpOAuthCallbackController, McpServerController
 from app.tools.mcp.plugin import McpPlugin
 from app.tools.registry import get_registry
-from app.tools.toolsets import load_agent_types
+from app.tools.toolsets import install_tool_actions, load_agent_types
 from app.usage.controllers import UsageController
 
 # Every route of the app, in one place.
@@ -108,6 +108,11 @@ def openapi_config() -> OpenAPIConfig:
     )
 
 
+def _actions_of(name: str) -> list[str] | None:
+    tool = get_registry().get(name)
+    return list(tool.actions) if tool is not None else None
+
+
 def provide_settings(state: State) -> Settings:
     return state.settings
 
@@ -117,6 +122,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
     # Validate agent types and toolsets now: a bad YAML stops startup with a clear message.
     load_agent_types(settings.agent_types_file, tool_names=get_registry().names)
     tool_instances.install(get_registry())  # the file's configured tools (web_news, …)
+    install_tool_actions(_actions_of)
     db_config = build_sqlalchemy_config(settings)
     app = Litestar(
         route_handlers=ROUTES,

@@ -169,7 +169,7 @@ def _plan_allowed(
         return _plan_device_call(base, device)
     if spec.config.delegation and is_delegate_name(name):
         return Refused(**base.shown(), result=delegation.refusal(name, spec, rules.max_depth))
-    parsed = parse_call(name, base.arguments, allowed=spec.allowed)
+    parsed = parse_call(name, base.arguments, allowed=spec.allowed, actions=spec.actions)
     if isinstance(parsed, ToolResult):
         return RunTool(**base.shown(), parsed=parsed)
     tool, action, params = parsed

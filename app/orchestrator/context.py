@@ -145,6 +145,8 @@ class LoopSpec:
     agent: Agent
     config: AgentTypeConfig
     allowed: list[str]  # registry tools this loop may call
+    # per tool the agent may use for some actions only (`tasks.list`), those actions
+    actions: dict[str, frozenset[str]] = field(default_factory=dict)
     delegates: dict[str, Agent] = field(default_factory=dict)  # ask_<slug> -> specialist
     delegated_by: dict[str, Any] | None = None  # marks a specialist's tool activities
     disabled_delegates: frozenset[str] = frozenset()  # asking them: "currently disabled"

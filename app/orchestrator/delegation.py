@@ -27,7 +27,7 @@ from app.orchestrator.llm import LLMError
 from app.settings import Settings
 from app.tools.base import ToolResult
 from app.tools.results import DelegationResult
-from app.tools.toolsets import AgentTypeConfig, effective_tools, get_agent_type
+from app.tools.toolsets import AgentTypeConfig, action_limits, effective_tools, get_agent_type
 from app.tools.validation import decode_arguments
 
 FALLBACK_TYPE = AgentTypeConfig(name="default", tools=[])
@@ -127,6 +127,7 @@ def assign(
         agent=specialist,
         config=config,
         allowed=effective_tools(specialist.agent_type, specialist.enabled_tools),
+        actions=action_limits(specialist.agent_type, specialist.enabled_tools),
         delegates=delegates,
         disabled_delegates=disabled,
         delegated_by={

@@ -44,6 +44,7 @@ from app.threads.activity import Activity
 from app.threads.plan import PlanStep, PlanStepStatus
 from app.threads.writer import create_message, update_message
 from app.tools.registry import get_registry
+from app.tools.schema import narrow_actions
 
 logger = logging.getLogger(__name__)
 MEMORY_TOOL = "memory"
@@ -114,7 +115,12 @@ class PlanExecution:
     # -- planning ----------------------------------------------------------------------
     async def _make_plan(self, messages: list[dict[str, Any]]) -> list[PlanStep]:
         budget = self.spec.config.tool_call_budget
-        definitions = get_registry().function_definitions(self.spec.allowed) + [
+        definitions = get_registry().function_definitions(self.spec.allowed)
+        for definition in definitions:  # a tool the agent may use for some actions only
+            function = definition["function"]
+            if (only := self.spec.actions.get(function["name"])) is not None:
+                function["parameters"] = narrow_actions(function["parameters"], only)
+        definitions += [
             delegate_definition(name, agent) for name, agent in self.spec.delegates.items()
         ]
         settings = self.deps.settings

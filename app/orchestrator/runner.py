@@ -48,7 +48,13 @@ from app.threads.fence import Fenced, Lease
 from app.tools.base import ToolResult
 from app.tools.executor import bare_call_arguments
 from app.tools.registry import get_registry
-from app.tools.toolsets import effective_tools, get_agent_type, known_tool_names
+from app.tools.schema import narrow_actions
+from app.tools.toolsets import (
+    action_limits,
+    effective_tools,
+    get_agent_type,
+    known_tool_names,
+)
 from app.tools.validation import not_allowed
 
 logger = logging.getLogger(__name__)
@@ -196,6 +202,7 @@ class RunExecution:
             agent=agent,
             config=config,
             allowed=allowed,
+            actions=action_limits(agent.agent_type, agent.enabled_tools),
             delegates=delegates,
             disabled_delegates=disabled,
         )
@@ -231,6 +238,10 @@ class RunExecution:
         tools: list[dict[str, Any]] = msgspec.json.decode(
             _function_definitions(tuple(spec.allowed), get_registry().generation)
         )
+        for tool in tools:  # an agent allowed some actions only is offered only those
+            function = tool["function"]
+            if (only := spec.actions.get(function["name"])) is not None:
+                function["parameters"] = narrow_actions(function["parameters"], only)
         offered = spec.delegates.items()
         return tools + [delegate_definition(name, agent) for name, agent in offered]
 

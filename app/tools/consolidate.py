@@ -1,10 +1,13 @@
 """Move agents' enabled_tools between legacy one-action tool names and domain tools.
 
-Forward (consolidate) maps every legacy name to its domain tool and drops duplicates;
-reverse expands each domain tool to its legacy names (for a release that knows only
-those). Both are idempotent and keep every agent's effective tools: this release reads a
-legacy name as its domain tool (app/tools/legacy.py). Names that are neither legacy nor
-domain tools are kept as they are (and reported).
+Forward (consolidate) maps every legacy name to the one action of its domain tool it
+allowed (`list_tasks` -> `tasks.list`), and a tool whose every legacy name is there to
+the tool itself; reverse maps `tool.action` back to its legacy name and a whole tool to
+all of its (for a release that knows only those). Both are idempotent and keep every
+agent's tools and actions exactly: this release reads a legacy name as that one action
+(app/tools/legacy.py), and `consolidate --reverse` after `consolidate` gives back the
+legacy names there were. Names that are neither legacy nor domain tools are kept as
+they are (and reported).
 """
 
 from __future__ import annotations
@@ -16,7 +19,13 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent
-from app.tools.legacy import LEGACY_TOOLS, TO_DOMAIN
+from app.tools.legacy import (
+    ACTION_SEPARATOR,
+    LEGACY_ACTION,
+    LEGACY_TOOLS,
+    TO_DOMAIN,
+    split_entry,
+)
 
 __all__ = ("LEGACY_TOOLS", "TO_DOMAIN", "Change", "consolidated", "expanded")
 
@@ -37,18 +46,45 @@ def _unique(names: list[str]) -> list[str]:
 
 
 def consolidated(tools: list[str]) -> list[str]:
-    return _unique([TO_DOMAIN.get(name, name) for name in tools])
+    out: list[str] = []
+    for name in tools:
+        tool, action = split_entry(name)
+        if tool not in LEGACY_TOOLS or action is None or _whole(tool, tools):
+            out.append(tool if name in TO_DOMAIN else name)
+        else:
+            out.append(f"{tool}{ACTION_SEPARATOR}{action}")
+    return _unique(out)
+
+
+def _whole(tool: str, tools: list[str]) -> bool:
+    """Every legacy name of `tool` is enabled (or the tool itself): the whole tool."""
+    named = {split_entry(name) for name in tools}
+    if (tool, None) in named:
+        return True
+    return all((tool, LEGACY_ACTION[legacy]) in named for legacy in LEGACY_TOOLS[tool])
 
 
 def expanded(tools: list[str]) -> list[str]:
     out: list[str] = []
     for name in tools:
-        out.extend(LEGACY_TOOLS.get(TO_DOMAIN.get(name, name), (name,)))
+        tool, action = split_entry(name)
+        if tool not in LEGACY_TOOLS:
+            out.append(name)
+        elif action is None:
+            out.extend(LEGACY_TOOLS[tool])
+        elif name in TO_DOMAIN:
+            out.append(name)
+        else:
+            out.extend(_legacy_of(tool, action) or [name])
     return _unique(out)
 
 
+def _legacy_of(tool: str, action: str) -> list[str]:
+    return [n for n in LEGACY_TOOLS[tool] if LEGACY_ACTION.get(n) == action]
+
+
 def _unknown(tools: list[str]) -> list[str]:
-    return [t for t in tools if t not in TO_DOMAIN and t not in LEGACY_TOOLS]
+    return [t for t in tools if t not in TO_DOMAIN and split_entry(t)[0] not in LEGACY_TOOLS]
 
 
 async def rewrite_enabled_tools(

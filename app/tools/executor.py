@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import msgspec
@@ -96,14 +96,16 @@ def parse_call(
     arguments: str | bytes | dict[str, Any] | None,
     *,
     allowed: Collection[str] | None = None,
+    actions: Mapping[str, frozenset[str]] | None = None,
 ) -> ParsedCall | ToolResult:
-    """Validation only (the orchestrator uses it to decide on confirmation before running)."""
+    """Validation only (the orchestrator uses it to decide on confirmation before running).
+    `actions`: per tool the agent may use for some actions only, those actions."""
     registry = get_registry()
     tool = registry.get(name)
     available = [n for n in registry.all_names() if allowed is None or n in allowed]
     if tool is None or name not in available:
         return unknown_tool(name, available)
-    return validate_call(tool, arguments)
+    return validate_call(tool, arguments, (actions or {}).get(name))
 
 
 def bare_call_arguments(name: str) -> dict[str, Any] | ToolResult:
@@ -237,7 +239,13 @@ def with_preview(result: ToolResult, tool: Tool | None = None, action: str = "")
     if result.preview:
         return msgspec.structs.replace(result, preview=clamp(result.preview))
     own = tool.result_preview(action, result) if tool is not None and result.ok else None
-    return msgspec.structs.replace(result, preview=clamp(own) if own else generic_preview(result))
+    preview = clamp(own) if own else generic_preview(result)
+    first_call = (result.data or {}).get("duplicate_of") if result.ok else None
+    said = f"Duplicate of {first_call}"
+    if first_call and not (preview and preview[0].startswith(said)):
+        # a repeat says so on its first line: its lines are not the first call's again
+        preview = clamp([said, *(preview or [])])
+    return msgspec.structs.replace(result, preview=preview)
 
 
 async def _finish(

@@ -34,7 +34,9 @@ def call_signature(name: str, arguments: dict[str, Any] | None) -> str:
     if arguments is None:
         return f"{name}(…)"
     shown = []
-    for key, value in arguments.items():
+    # `action` first, then by name: the same line whichever order the database kept
+    # (PostgreSQL's jsonb reorders keys)
+    for key, value in sorted(arguments.items(), key=lambda item: (item[0] != "action", item[0])):
         if key in _NOT_ARGUMENTS or value is None:
             continue
         text = value if key == "action" and isinstance(value, str) else json.dumps(value)

@@ -157,3 +157,14 @@ def params_hint(schema: dict[str, Any]) -> str:
         parts.append(f"{label}: {'|'.join(map(str, enum))}" if enum else label)
     hint = ", ".join(parts)
     return hint if len(hint) <= HINT_MAX_CHARS else hint[: HINT_MAX_CHARS - 1] + "…"
+
+
+def narrow_actions(parameters: dict[str, Any], only: frozenset[str]) -> dict[str, Any]:
+    """A copy of the tool's JSON Schema with its `action` enum cut to `only` (an agent
+    allowed some actions of the tool only is offered only those)."""
+    action = (parameters.get("properties") or {}).get("action")
+    if not isinstance(action, dict) or not isinstance(action.get("enum"), list):
+        return parameters
+    enum = [name for name in action["enum"] if name in only]
+    narrowed = {**action, "enum": enum, "description": f"What to do: one of {', '.join(enum)}."}
+    return {**parameters, "properties": {**parameters["properties"], "action": narrowed}}

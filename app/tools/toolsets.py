@@ -17,7 +17,7 @@ import yaml  # type: ignore[import-untyped]
 
 from app.settings import StartupError
 from app.tools.device import DeviceToolSpec, declaration_problem
-from app.tools.legacy import TO_DOMAIN, domain_names
+from app.tools.legacy import allowed_actions, domain_names, split_entry
 from app.tools.mcp.config import McpServerSpec
 from app.tools.mcp.config import declaration_problem as mcp_declaration_problem
 
@@ -189,6 +189,8 @@ def load_agent_types(
 
 
 ToolNames = Callable[[], Iterable[str]]
+ToolActions = Callable[[str], list[str] | None]  # a registered tool's actions (None: unknown)
+_TOOL_ACTIONS: ToolActions | None = None
 McpToolNames = Callable[[str], list[str]]  # server name -> its tools' names right now
 _AGENT_TYPES: dict[str, AgentTypeConfig] | None = None
 _DEVICE_TOOLS: dict[str, DeviceToolSpec] = {}
@@ -253,9 +255,30 @@ def get_device_tool(name: str) -> DeviceToolSpec | None:
 
 
 def is_enableable_tool_name(name: str) -> bool:
-    """What enabled_tools may hold: a registered tool, or a legacy name of one."""
-    known = known_tool_names()
-    return name in known or TO_DOMAIN.get(name) in known
+    """What enabled_tools may hold: a registered tool, one action of it (`tasks.list`), or
+    a legacy name of one."""
+    if name in known_tool_names():
+        return True
+    tool, action = split_entry(name)
+    if tool not in known_tool_names():
+        return False
+    actions = _TOOL_ACTIONS(tool) if _TOOL_ACTIONS is not None else None
+    return action is None or actions is None or action in actions
+
+
+def install_tool_actions(actions: ToolActions | None) -> None:
+    """Set by create_app: a registered tool's actions (to check `tasks.list` entries)."""
+    global _TOOL_ACTIONS
+    _TOOL_ACTIONS = actions
+
+
+def action_limits(agent_type: str, enabled_tools: list[str] | None) -> dict[str, frozenset[str]]:
+    """Per effective tool the agent may use for some actions only (enabled_tools name
+    `tasks.list` or `list_tasks`, not `tasks`), those actions."""
+    if enabled_tools is None:
+        return {}
+    offered = set(effective_tools(agent_type, enabled_tools))
+    return {t: a for t, a in allowed_actions(enabled_tools).items() if t in offered}
 
 
 def agent_types() -> dict[str, AgentTypeConfig]:

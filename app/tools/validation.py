@@ -227,9 +227,21 @@ def check_params(tool: Tool, action: str, args: dict[str, Any]) -> msgspec.Struc
 
 
 def validate_call(
-    tool: Tool, arguments: str | bytes | dict[str, Any] | None
+    tool: Tool,
+    arguments: str | bytes | dict[str, Any] | None,
+    only: frozenset[str] | None = None,
 ) -> ParsedCall | ToolResult:
+    """`only`: the actions this agent may use (its enabled_tools name some actions of the
+    tool only); another one is refused, naming them."""
     checked = _validate_call(tool, arguments)
+    if only is not None and not isinstance(checked, ToolResult) and checked[1] not in only:
+        allowed = [action for action in tool.actions if action in only]
+        checked = ToolResult.failure(
+            f"{tool.name}.{checked[1]} is not allowed for this agent.",
+            "permission_error",
+            suggestion=f"Use one of: {', '.join(allowed)}, or answer without it.",
+            allowed_actions=allowed,
+        )
     if isinstance(checked, ToolResult) and tool.validation_hints:
         # what the tool adds to every refusal (self_authoring: its allowed_fields)
         checked.details = {**tool.validation_hints, **(checked.details or {})}

@@ -138,6 +138,7 @@ async def test_identical_calls_of_a_turn_show_as_duplicates_of_the_first(
         assert repeat["display_message"] == (
             f"Duplicate of c1, not run again: {first['display_message']}"
         )
+        assert repeat["preview"][0].startswith("Duplicate of c1")
     tasks = (await api.client.get("/api/tasks", headers=api.headers)).json()["items"]
     assert [t["title"] for t in tasks] == ["Buy milk"]
     read = _results(api)

@@ -20,10 +20,19 @@ LEGACY = ["create_task", "list_tasks", "web_search", "web_fetch", "view_system_p
 
 
 def test_mapping_both_ways() -> None:
-    assert consolidated(LEGACY) == ["tasks", "web", "self_authoring"]
-    assert consolidated(["WebSearchTool", "save_memory", "recall_memory"]) == ["web", "memory"]
+    # action-level permissions kept: a legacy name is one action of its domain tool, all of
+    # a tool's legacy names the whole tool (web_search + web_fetch: web)
+    assert consolidated(LEGACY) == ["tasks.create", "tasks.list", "web", "self_authoring.view"]
+    assert consolidated(["WebSearchTool", "save_memory", "recall_memory"]) == [
+        "web.search", "memory.save", "memory.recall",
+    ]  # fmt: skip
     assert consolidated(["tasks", "web"]) == ["tasks", "web"]  # idempotent
-    assert consolidated(["mystery", "web_search"]) == ["mystery", "web"]
+    assert consolidated(consolidated(LEGACY)) == consolidated(LEGACY)
+    assert consolidated(["mystery", "web_search"]) == ["mystery", "web.search"]
+    assert consolidated(["list_tasks"]) == ["tasks.list"]
+    # --reverse restores exactly what was there
+    assert expanded(consolidated(LEGACY)) == LEGACY
+    assert expanded(["tasks.list", "self_authoring.view"]) == ["list_tasks", "view_system_prompt"]
     assert expanded(["tasks", "web"]) == [
         "create_task", "update_task", "complete_task", "list_tasks", "web_search", "web_fetch",
     ]  # fmt: skip
@@ -57,14 +66,15 @@ async def test_rewrite_dry_run_forward_reverse_idempotent(
         dry = await rewrite_enabled_tools(session, dry_run=True)
         await session.commit()
     assert [(c.agent_name, c.after) for c in dry] == [
-        ("legacy", ["tasks", "web", "self_authoring"])
+        ("legacy", ["tasks.create", "tasks.list", "web", "self_authoring.view"])
     ]
     assert (await _tools_by_name(db))["legacy"] == LEGACY  # nothing written
     async with session_factory() as session:
         await rewrite_enabled_tools(session)
         await session.commit()
     after = await _tools_by_name(db)
-    assert after["legacy"] == ["tasks", "web", "self_authoring"] and after["everything"] is None
+    assert after["legacy"] == ["tasks.create", "tasks.list", "web", "self_authoring.view"]
+    assert after["everything"] is None
     assert after["odd"] == ["mystery"] and after["modern"] == ["web"]
     async with session_factory() as session:
         assert await rewrite_enabled_tools(session) == []  # idempotent
@@ -73,6 +83,7 @@ async def test_rewrite_dry_run_forward_reverse_idempotent(
         await session.commit()
     assert {c.agent_name for c in back} == {"legacy", "modern"}
     assert (await _tools_by_name(db))["modern"] == ["web_search", "web_fetch"]
+    assert (await _tools_by_name(db))["legacy"] == LEGACY  # exactly what was there
 
 
 def _litestar(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -99,8 +110,8 @@ async def test_cli_list_and_consolidate(
     dry = await asyncio.to_thread(_litestar, database_url, "tools", "consolidate", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert (
-        f"{agents['legacy'].id} legacy: {LEGACY} -> ['tasks', 'web', 'self_authoring']"
-        in dry.stdout
+        f"{agents['legacy'].id} legacy: {LEGACY} -> "
+        "['tasks.create', 'tasks.list', 'web', 'self_authoring.view']" in dry.stdout
     )
     assert "1 agent(s) would change to domain tools." in dry.stdout
     assert (await _tools_by_name(db))["legacy"] == LEGACY
@@ -111,7 +122,7 @@ async def test_cli_list_and_consolidate(
     assert "0 agent(s) changed" in again.stdout
     back = await asyncio.to_thread(_litestar, database_url, "tools", "consolidate", "--reverse")
     assert "2 agent(s) changed to legacy names." in back.stdout
-    assert (await _tools_by_name(db))["legacy"][:2] == ["create_task", "update_task"]
+    assert (await _tools_by_name(db))["legacy"] == LEGACY
 
 
 async def _effective_tools(client, user: ApiUser) -> dict[str, list[str]]:

@@ -179,6 +179,7 @@ async def test_identical_call_is_a_duplicate_without_second_run(flaky: ToolHarne
     assert not first.duplicate and second.duplicate
     assert second.data == {**first.data, "duplicate_of": flaky.ctx.tool_call_id}
     assert second.display_message.startswith(f"Duplicate of {flaky.ctx.tool_call_id}")
+    assert second.preview[0].startswith(f"Duplicate of {flaky.ctx.tool_call_id}")
     assert _FlakyTool.calls == ["ok"]
     assert '"duplicate":true' in second.to_model_content()
 
