@@ -45,6 +45,8 @@ class ToolData(Schema, tag_field="type", kw_only=True):
     output: str | msgspec.UnsetType = msgspec.UNSET
     # True once the streamed output was capped (a fetched page: its text was cut).
     truncated: bool | msgspec.UnsetType = msgspec.UNSET
+    # A repeated call answered once (redundancy detection): the id of the call that ran.
+    duplicate_of: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
