@@ -145,7 +145,7 @@ async def test_a_users_tokens_serve_their_runs_alone(api: OrchestratorApi) -> No
     await _connect(api)
     other = await _other(api)
     refused = await _whoami(other)  # B never rides on A's connection
-    assert refused["error_type"] == "permission_error"
+    assert refused["error_type"] == "permission_error", refused["error"]
     await _connect(other)
     mine, theirs = (await _whoami(api))["data"]["text"], (await _whoami(other))["data"]["text"]
     assert mine != theirs and mine.startswith("you are user-")

@@ -177,20 +177,10 @@ class McpOAuthCallbackController(Controller):
         user_id, server, pending = await oauth.take_pending(db_session, oauth_state, vault)
         await db_session.commit()  # the state is spent whatever happens next
         try:
-            if pending is None:
-                raise ProblemException(400, "This authorization has expired; start again.")
-            if error is not None:
-                raise ProblemException(400, f"The authorization was not given ({error[:64]}).")
-            if code is None:
-                raise ProblemException(400, "The redirect carries no code.")
-            oauth.check_issuer(pending.grant, iss)
-            token, grant, expires = await oauth.exchange(settings, pending, code)
             catalog = getattr(request.app.state, "mcp_catalog", None)
-            if catalog is None:
-                raise ProblemException(503, connections.OFF)
-            sealed = msgspec.json.encode(grant).decode()
-            await connections.store(
-                db_session, user_id, server, token, vault, catalog, (sealed, expires)
+            answer = oauth.Redirected(code=code, iss=iss, error=error)
+            await oauth.finish(
+                db_session, settings, vault, catalog, (user_id, server), pending, answer
             )
             await db_session.commit()
         except ProblemException as problem:

@@ -22,6 +22,7 @@ from uuid import UUID
 
 import msgspec
 from mcp.client.auth import PKCEParameters
+from mcp.client.auth.utils import issuers_match
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -30,8 +31,16 @@ from app.lib.problems import ProblemException
 from app.lib.time import utcnow
 from app.settings import Settings
 from app.tools.mcp import oauth_tokens
+from app.tools.mcp.catalog import McpCatalog
 from app.tools.mcp.config import McpServerSpec
-from app.tools.mcp.oauth_discovery import OAuthUnavailable, client_for, discover
+from app.tools.mcp.connections import OFF, store
+from app.tools.mcp.oauth_discovery import (
+    Discovered,
+    OAuthClient,
+    OAuthUnavailable,
+    client_for,
+    discover,
+)
 from app.tools.mcp.oauth_tokens import Grant, TokenRefused
 from app.tools.mcp.vault import Vault
 
@@ -62,31 +71,17 @@ async def start(
         client = await client_for(settings, spec, found, redirect_uri)
     except OAuthUnavailable as why:
         raise ProblemException(409, f"{spec.name} cannot be connected with OAuth: {why}.") from None
-    meta = found.metadata
-    grant = Grant(
-        client_id=client.client_id,
-        client_secret=client.client_secret,
-        auth_method=client.auth_method,
-        token_endpoint=str(meta.token_endpoint),
-        revocation_endpoint=str(meta.revocation_endpoint) if meta.revocation_endpoint else None,
-        issuer=str(meta.issuer),
-        iss_required=bool(meta.authorization_response_iss_parameter_supported),
-        resource=found.resource,
-        redirect_uri=redirect_uri,
-        scope=found.scope,
-    )
     pkce = PKCEParameters.generate()
     state, now = secrets.token_urlsafe(32), utcnow()
     expires = now + timedelta(seconds=STATE_TTL_SECONDS)
+    pending = Pending(grant=_grant(client, found, redirect_uri), verifier=pkce.code_verifier)
     await session.execute(delete(McpOAuthState).where(McpOAuthState.expires_at < now))
     session.add(
         McpOAuthState(
             state_digest=digest(state),
             user_id=user_id,
             server=spec.name,
-            pending_ciphertext=vault.seal(
-                msgspec.json.encode(Pending(grant=grant, verifier=pkce.code_verifier)).decode()
-            ),
+            pending_ciphertext=vault.seal(msgspec.json.encode(pending).decode()),
             expires_at=expires,
         )
     )
@@ -101,8 +96,24 @@ async def start(
     }
     if found.scope:
         query["scope"] = found.scope
-    separator = "&" if "?" in str(meta.authorization_endpoint) else "?"
-    return f"{meta.authorization_endpoint}{separator}{urlencode(query)}", expires
+    endpoint = str(found.metadata.authorization_endpoint)
+    return f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}", expires
+
+
+def _grant(client: OAuthClient, found: Discovered, redirect_uri: str) -> Grant:
+    meta = found.metadata
+    return Grant(
+        client_id=client.client_id,
+        client_secret=client.client_secret,
+        auth_method=client.auth_method,
+        token_endpoint=str(meta.token_endpoint),
+        revocation_endpoint=str(meta.revocation_endpoint) if meta.revocation_endpoint else None,
+        issuer=str(meta.issuer),
+        iss_required=bool(meta.authorization_response_iss_parameter_supported),
+        resource=found.resource,
+        redirect_uri=redirect_uri,
+        scope=found.scope,
+    )
 
 
 async def take_pending(
@@ -131,10 +142,44 @@ async def take_pending(
     return user_id, server, msgspec.json.decode(opened, type=Pending)
 
 
+class Redirected(msgspec.Struct, kw_only=True):
+    """What the authorization server's redirect brought besides the state."""
+
+    code: str | None = None
+    iss: str | None = None
+    error: str | None = None
+
+
 def check_issuer(grant: Grant, iss: str | None) -> None:
     """RFC 9207: a redirect naming another issuer is a mix-up attack."""
-    if (iss is not None and iss != grant.issuer) or (iss is None and grant.iss_required):
+    wrong = iss is not None and not issuers_match(iss, grant.issuer)
+    if wrong or (iss is None and grant.iss_required):
         raise ProblemException(400, "The authorization came back from the wrong server.")
+
+
+async def finish(
+    session: AsyncSession,
+    settings: Settings,
+    vault: Vault,
+    catalog: McpCatalog | None,
+    owner: tuple[UUID, str],
+    pending: Pending | None,
+    answer: Redirected,
+) -> None:
+    """The code exchanged and the connection stored for `owner` (user, server); raises
+    the problem that says why not."""
+    if pending is None:
+        raise ProblemException(400, "This authorization has expired; start again.")
+    if answer.error is not None:
+        raise ProblemException(400, f"The authorization was not given ({answer.error[:64]}).")
+    if answer.code is None:
+        raise ProblemException(400, "The redirect carries no code.")
+    check_issuer(pending.grant, answer.iss)
+    token, grant, expires = await exchange(settings, pending, answer.code)
+    if catalog is None:
+        raise ProblemException(503, OFF)
+    sealed = msgspec.json.encode(grant).decode()
+    await store(session, *owner, token, vault, catalog, (sealed, expires))
 
 
 async def exchange(
