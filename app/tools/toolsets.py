@@ -207,6 +207,14 @@ def install_mcp_tool_names(names: McpToolNames | None) -> None:
     _MCP_TOOL_NAMES = names
 
 
+def uninstall_mcp_tool_names(names: McpToolNames) -> None:
+    """A catalog that stops forgets its names, unless another app's catalog (tests run
+    several apps in one process) installed its own since."""
+    global _MCP_TOOL_NAMES
+    if _MCP_TOOL_NAMES == names:
+        _MCP_TOOL_NAMES = None
+
+
 def mcp_servers() -> dict[str, McpServerSpec]:
     """The declared MCP servers by name (empty until the agent-types file is loaded)."""
     agent_types()

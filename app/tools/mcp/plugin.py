@@ -24,7 +24,7 @@ from app.tools.mcp.catalog import McpCatalog
 from app.tools.mcp.config import McpServerSpec
 from app.tools.mcp.vault import Vault
 from app.tools.registry import get_registry
-from app.tools.toolsets import install_mcp_tool_names, mcp_servers
+from app.tools.toolsets import install_mcp_tool_names, mcp_servers, uninstall_mcp_tool_names
 
 if TYPE_CHECKING:
     from app.tools.mcp.demo_server import RunningServer
@@ -59,7 +59,7 @@ class McpPlugin(InitPluginProtocol):
             yield
         finally:
             await catalog.stop()
-            install_mcp_tool_names(None)
+            uninstall_mcp_tool_names(catalog.names_for)
             registry.remove_source(catalog)
             if demo is not None:
                 await asyncio.to_thread(demo.stop)
