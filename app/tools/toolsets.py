@@ -211,7 +211,7 @@ def uninstall_mcp_tool_names(names: McpToolNames) -> None:
     """A catalog that stops forgets its names, unless another app's catalog (tests run
     several apps in one process) installed its own since."""
     global _MCP_TOOL_NAMES
-    if _MCP_TOOL_NAMES == names:
+    if names == _MCP_TOOL_NAMES:
         _MCP_TOOL_NAMES = None
 
 

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import msgspec
 from litestar import Controller, MediaType, Request, Response, delete, get, post, put
-from litestar.params import Parameter
+from litestar.params import QueryParameter
 from litestar.response import Redirect
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -162,7 +162,7 @@ class McpOAuthCallbackController(Controller):
         request: Request,
         db_session: AsyncSession,
         settings: Settings,
-        oauth_state: Annotated[str, Parameter(query="state", min_length=1, max_length=512)],
+        oauth_state: Annotated[str, QueryParameter(name="state", min_length=1, max_length=512)],
         code: Annotated[str | None, msgspec.Meta(max_length=4096)] = None,
         iss: Annotated[str | None, msgspec.Meta(max_length=2048)] = None,
         error: Annotated[str | None, msgspec.Meta(max_length=256)] = None,
