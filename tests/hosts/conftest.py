@@ -7,13 +7,14 @@ with one line, unless REQUIRE_NETNS is set (CI), where that is a failure.
 
 from __future__ import annotations
 
+import asyncio
 import os
-import re
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from tests.hosts.deployment import (
+    APP_PORT,
     LAG_PORT,
     AppHost,
     DataHost,
@@ -54,34 +55,45 @@ async def model(network: Network) -> AsyncIterator[FakeLLM]:
         yield llm
 
 
-@pytest.fixture(scope="module", params=TRANSPORTS)
-async def deployment(
-    request: pytest.FixtureRequest,
-    network: Network,
-    data: DataHost,
-    model: FakeLLM,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> AsyncIterator[Deployment]:
-    """Two app hosts on one fresh database; REDIS_URL set for `wake-redis` only."""
-    workdir = tmp_path_factory.mktemp(re.sub(r"\W", "-", request.param))
-    database = await data.new_database()
-    url = f"postgresql+asyncpg://postgres@127.0.0.1:{LAG_PORT}/{database}"
-    redis_url = data.redis_url if request.param == "wake-redis" else None
-    env = app_env(url, model.base_url, write_agent_types(workdir), redis_url)
-    hosts = [AppHost(name, network, env, workdir / f"{name}.log") for name in ("app1", "app2")]
-    built = Deployment(request.param, network, data, database, hosts)
+@pytest.fixture(scope="session")
+async def deployments(
+    network: Network, data: DataHost, model: FakeLLM, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[dict[str, Deployment]]:
+    """Both transports' deployments, started at once (each server takes seconds to import
+    the app; four in parallel take little more than one). Each has its own database, and
+    its own server on each app host (port APP_PORT, or APP_PORT + 1 for the second)."""
+    built: dict[str, Deployment] = {}
     try:
-        for host in hosts:
-            host.start_lag()
-            host.start()
-        for host in hosts:
-            await host.ready()
+        for index, transport in enumerate(TRANSPORTS):
+            workdir = tmp_path_factory.mktemp(transport)
+            database = await data.new_database()
+            url = f"postgresql+asyncpg://postgres@127.0.0.1:{LAG_PORT + index}/{database}"
+            redis_url = data.redis_url if transport == "wake-redis" else None
+            env = app_env(url, model.base_url, write_agent_types(workdir), redis_url)
+            hosts = [
+                AppHost(name, network, env, workdir / f"{name}.log", port=APP_PORT + index)
+                for name in ("app1", "app2")
+            ]
+            built[transport] = Deployment(transport, network, data, database, hosts)
+            for host in hosts:
+                host.start_lag(LAG_PORT + index)
+                host.start()
+        await asyncio.gather(*(host.ready() for d in built.values() for host in d.hosts))
         yield built
     finally:
         network.heal_all()
-        for host in hosts:
-            host.stop()
-            host.stop_lag()
+        for deployment in built.values():
+            for host in deployment.hosts:
+                host.stop()
+                host.stop_lag()
+            await deployment.close()
+
+
+@pytest.fixture(scope="module", params=TRANSPORTS)
+def deployment(request: pytest.FixtureRequest, deployments: dict[str, Deployment]) -> Deployment:
+    """One transport's deployment: "wake-redis" (REDIS_URL set: frames and wake-ups over
+    Redis) or "wake-pg" (no Redis: wake-ups over LISTEN/NOTIFY)."""
+    return deployments[request.param]
 
 
 @pytest.fixture

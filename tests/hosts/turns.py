@@ -73,6 +73,10 @@ class Deployment:
             self._engine = create_async_engine(self.data.cluster.url(self.database))
         return self._engine
 
+    async def close(self) -> None:
+        if self._engine is not None:
+            await self._engine.dispose()
+
     def host(self, name: str) -> AppHost:
         return next(host for host in self.hosts if host.name == name)
 
@@ -189,12 +193,41 @@ class Deployment:
         )
 
     async def assert_clean(self, turn: Turn, phone: Phone) -> None:
-        assert await self.writes_after_end(turn) == []
+        late = await self.writes_after_end(turn)
+        assert late == [], f"written after the run ended: {late}"
         assert phone.out_of_order == [], "a frame came twice or out of order"
 
     async def run_status(self, turn: Turn) -> tuple[str, str | None]:
         rows = await self.sql("SELECT status, error FROM runs WHERE id = :id", id=turn.run_id)
         return rows[0][0], rows[0][1]
+
+
+async def runs_ended_on(host: AppHost) -> float:
+    """How many runs this host's runner has ended (its `toolcells_runs_total`)."""
+    async with httpx.AsyncClient(base_url=host.base_url, timeout=5) as http:
+        body = (await http.get("/metrics")).text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in body.splitlines()
+        if line.startswith("toolcells_runs_total{")
+    )
+
+
+async def execution_over(host: AppHost, before: float, timeout: float) -> bool:
+    """Wait until the host's runner ended one more run than `before` (the execution a
+    fault interrupted is over, whatever it did); False if it did not within `timeout`."""
+
+    async def ended() -> bool:
+        try:
+            return await runs_ended_on(host) > before
+        except httpx.TransportError:
+            return False
+
+    try:
+        await until(ended, timeout=timeout, every=0.3)
+    except TimeoutError:
+        return False
+    return True
 
 
 def report(scenario: str, transport: str, seconds: float, note: str = "") -> None:
