@@ -74,6 +74,13 @@ PUSH_EVENT_FAILURES = Counter(
     "Push events whose fan-out failed, by what became of them (retry, dead_lettered)",
     ["outcome"],
 )
+FENCED = Counter(
+    f"{PREFIX}_fenced",
+    "Holders stopped because the database refused a write under a lease no longer theirs "
+    "(app/threads/fence.py), by holder: run (a runner that lost a run's lease), push (a "
+    "sender that lost a delivery's claim)",
+    ["holder"],
+)
 
 _seen: dict[str, set[str]] = {}
 
@@ -163,3 +170,8 @@ def push_event_failed(outcome: str) -> None:
     """A push event's fan-out failed: `retry` (it goes again after a backoff) or
     `dead_lettered` (its attempts are spent; it is never tried again)."""
     PUSH_EVENT_FAILURES.labels(outcome).inc()
+
+
+def fenced(holder: str) -> None:
+    """A holder (`run`, `push`) found its lease gone: refused, it stopped."""
+    FENCED.labels(holder).inc()

@@ -23,6 +23,7 @@ from typing import Any
 from app.threads import activity as cell
 from app.threads import changes
 from app.threads.activity import Activity
+from app.threads.fence import Fenced
 from app.tools.base import ToolResult
 from app.tools.events import ToolCall
 
@@ -100,6 +101,8 @@ class CellStream:
             self._writing = True
             try:
                 await self._write(self._pending(self._current()))
+            except Fenced:
+                return  # the run stops (runner.py says so, once)
             except Exception:  # the output is kept: the next flush or the final write has it
                 logger.warning("writing tool progress of %s failed", self.message_id, exc_info=True)
                 self._dirty = self._output_changed = True

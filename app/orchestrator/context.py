@@ -19,6 +19,7 @@ from app.db.reads import reading
 from app.orchestrator.door.profiles import load_profiles
 from app.orchestrator.llm import ModelTarget, target_for
 from app.settings import Settings
+from app.threads.fence import Fenced, Lease
 from app.tools.executor import ToolCallCache
 from app.tools.toolsets import AgentTypeConfig
 
@@ -45,7 +46,9 @@ class ApprovalWaiters:
 
 
 def _forget_write(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
+    if task.cancelled() or isinstance(task.exception(), Fenced):  # the run says it, once
+        return
+    if task.exception() is not None:
         logger.warning("a runner write failed: %r", task.exception())
 
 
@@ -59,6 +62,8 @@ class RunnerDeps:
     # Cells whose run waits for the user (message id -> run id): those runs hold no slot.
     parked: dict[UUID, UUID] = field(default_factory=dict)
     slot_freed: Callable[[], None] = lambda: None  # the worker claims more runs at once
+    # A write under this lease was refused (app/threads/fence.py): the worker stops its run.
+    fenced: Callable[[Lease], None] = lambda lease: None
 
     _inflight: set[asyncio.Task[Any]] = field(default_factory=set)
     # Sessions for work that only reads (no BEGIN/COMMIT on PostgreSQL: app/db/reads.py).
@@ -96,7 +101,11 @@ class RunnerDeps:
         self, work: Callable[[AsyncSession], Awaitable[T]], session: AsyncSession | None
     ) -> T:
         async with session or self.session_factory() as current:
-            result = await work(current)
+            try:
+                result = await work(current)
+            except Fenced as refused:  # rolled back as the session closes
+                self.fenced(refused.lease)
+                raise
             await current.commit()
             return result
 

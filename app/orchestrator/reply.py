@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Run
 from app.orchestrator.context import RunnerDeps
 from app.threads import changes
+from app.threads.fence import Fenced
 from app.threads.writer import Message, create_message, update_message
 
 logger = logging.getLogger(__name__)
@@ -99,6 +100,8 @@ class ReplyStream:
         elif task is not None:
             try:
                 await asyncio.shield(task)
+            except Fenced:
+                pass  # the run stops (runner.py says so, once)
             except Exception:  # the end of the turn writes the message instead
                 logger.warning("run %s: creating the reply failed", self.run.id, exc_info=True)
         self._cancel_timer()

@@ -28,6 +28,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent, Run, RunStatus
+from app.observability import metrics
 from app.orchestrator import delegation, planner, runs, usage
 from app.orchestrator.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.delegation import (
@@ -45,7 +46,8 @@ from app.orchestrator.outage import (
 )
 from app.orchestrator.reply import ReplyStream
 from app.orchestrator.tool_calls import CallOutcome, ToolCallRunner
-from app.threads import repository
+from app.threads import fence, repository
+from app.threads.fence import Fenced, Lease
 from app.tools.base import ToolResult
 from app.tools.executor import bare_call_arguments
 from app.tools.registry import get_registry
@@ -65,16 +67,23 @@ class RunExecution:
         self.reply = ReplyStream(deps, run)
         self.task: asyncio.Task[None] | None = None
         self.usage = usage.Usage()  # the run's tally, set for its task in `execute`
+        # Every write of the run carries its lease (app/threads/fence.py).
+        self.lease = Lease(run.id, deps.owner, run.lease_epoch)
+        self._ending = False  # `_end` is writing the run's end: it is not cancelled
+        self._fence_reported = False
 
     def stop(self, reason: str) -> None:
+        """ "cancelled" | "shutdown" | "fenced" (the lease is lost: stop writing at once)."""
         if self.stop_reason is None and self.task is not None and not self.task.done():
             self.stop_reason = reason
-            self.task.cancel()
+            if not self._ending:
+                self.task.cancel()
 
     # -- lifecycle ---------------------------------------------------------------------
     async def execute(self) -> None:
         timeout = None
         self.usage = usage.start_tally()  # the model door sums this run's calls into it
+        fence.hold(self.lease)  # for this task and every task it starts
         try:
             state, spec, messages = await self._prepare()
             timeout = spec.config.run_timeout_seconds
@@ -93,6 +102,9 @@ class RunExecution:
                     "system_error",
                     runs.INTERRUPTED,
                 )
+        except Fenced:  # refused before the worker could stop us (its task is cancelled)
+            self.stop_reason = "fenced"
+            await self._end(RunStatus.FAILED, None, "system_error", runs.INTERRUPTED)
         except TimeoutError:
             await self._end(
                 RunStatus.FAILED,
@@ -122,23 +134,45 @@ class RunExecution:
     async def _end(
         self, status: RunStatus, error: str | None, error_type: str, activity_error: str
     ) -> None:
-        """Keep the text streamed so far, close open activities, end the run: one commit."""
+        """Keep the text streamed so far, close open activities, end the run: one commit.
+        Fenced (the lease is lost): nothing, the run is someone else's to end."""
 
         async def work(session: AsyncSession) -> None:
             await self.reply.keep_streamed_text(session)
             await runs.close_open_activities(
                 session, self.run.id, error_type=error_type, error=activity_error
             )
-            await usage.record(session, self.run.id, self.usage)  # before the end is published
-            await runs.finish_run(session, self.run.id, self.deps.owner, status, error)
+            await usage.record(session, self.lease, self.usage)  # before the end is published
+            await runs.finish_run(session, self.lease, status, error)
 
+        self._ending = True
         try:
             await self.reply.settle()
             await self.deps.settle()  # writes of the cancelled tasks land first
-            seconds = self.deps.settings.runner_db_retry_seconds
-            await write_retrying(self.deps, work, seconds=seconds)
+            if self.stop_reason != "fenced":
+                seconds = self.deps.settings.runner_db_retry_seconds
+                await write_retrying(self.deps, work, seconds=seconds)
+        except Fenced:
+            self.stop_reason = "fenced"
         except Exception:  # the lease reaper will still end it
             logger.exception("could not end run %s", self.run.id)
+        if self.stop_reason == "fenced":
+            self._report_fenced()
+
+    def _report_fenced(self) -> None:
+        """One warning and one count per fenced run."""
+        if self._fence_reported:
+            return
+        self._fence_reported = True
+        metrics.fenced("run")
+        lease = self.lease
+        logger.warning(
+            "run %s: fenced, its lease (owner %s, epoch %d) is no longer this runner's; "
+            "stopped without writing more",
+            lease.run_id,
+            lease.owner,
+            lease.epoch,
+        )
 
     async def _prepare(self) -> tuple[RunState, LoopSpec, list[dict[str, Any]]]:
         async with self.deps.read_sessions() as session:
@@ -177,15 +211,15 @@ class RunExecution:
         else:
             text, note = await self._loop(state, spec, messages)
 
-        run, owner = self.run, self.deps.owner
+        run, lease = self.run, self.lease
 
         async def work(session: AsyncSession) -> None:
-            await usage.record(session, run.id, self.usage)  # before the run's end is seen
+            await usage.record(session, lease, self.usage)  # before the run's end is seen
             if await self.reply.write(session, content=text) or not (text or note):
-                await runs.finish_run(session, run.id, owner, RunStatus.COMPLETED)
+                await runs.finish_run(session, lease, RunStatus.COMPLETED)
                 return
             answer = {"role": "assistant", "content": text or note, "run_id": run.id}
-            await runs.finish_run_with_answer(session, run.id, owner, run.thread_id, answer)
+            await runs.finish_run_with_answer(session, lease, run.thread_id, answer)
 
         # Nothing streamed to update and no usage: one statement on PostgreSQL, without
         # BEGIN/COMMIT.

@@ -13,7 +13,19 @@ from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import and_, any_, bindparam, delete, exists, func, insert, or_, select, update
+from sqlalchemy import (
+    and_,
+    any_,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import direct
@@ -22,6 +34,7 @@ from app.lib.time import utcnow
 from app.threads import activity as cell
 from app.threads import changes, repository
 from app.threads import plan as plan_cell
+from app.threads.fence import Fenced, Lease
 from app.threads.records import StoredRun, stored_runs
 from app.threads.writer import create_message_with, update_message
 
@@ -74,6 +87,7 @@ def _claim_statement(postgres: bool):
             status=RunStatus.RUNNING.value,
             lease_owner=bindparam("owner"),
             lease_expires_at=bindparam("expires"),
+            lease_epoch=_runs.c.lease_epoch + 1,  # the new lease's fencing token
             started_at=bindparam("now"),
             updated_at=bindparam("now"),  # the claim's own time, as started_at
         )
@@ -120,14 +134,20 @@ async def still_queued(session: AsyncSession, run_ids: list[UUID]) -> set[UUID]:
 
 
 async def renew_leases(
-    session: AsyncSession, owner: str, run_ids: list[UUID], lease_seconds: float
+    session: AsyncSession, owner: str, leases: list[Lease], lease_seconds: float
 ) -> dict[UUID, bool]:
-    """Extend our leases; answers {run_id: cancel_requested} for the runs still ours."""
-    if not run_ids:
+    """Extend our leases (each only while it is current: owner and epoch); answers
+    {run_id: cancel_requested} for the runs still ours."""
+    if not leases:
         return {}
+    held = [(lease.run_id, lease.epoch) for lease in leases]
     rows = await session.execute(
         update(Run)
-        .where(Run.id.in_(run_ids), Run.lease_owner == owner, Run.status == RunStatus.RUNNING.value)
+        .where(
+            tuple_(Run.id, Run.lease_epoch).in_(held),
+            Run.lease_owner == owner,
+            Run.status == RunStatus.RUNNING.value,
+        )
         .values(lease_expires_at=utcnow() + timedelta(seconds=lease_seconds))
         .returning(Run.id, Run.cancel_requested)
         .execution_options(synchronize_session=False)
@@ -176,43 +196,45 @@ async def close_open_plan(session: AsyncSession, run_id: UUID, *, error: str) ->
 
 
 async def finish_run(
-    session: AsyncSession, run_id: UUID, owner: str, status: RunStatus, error: str | None = None
-) -> StoredRun | None:
-    """End a run we hold; None if the lease was lost (another process reaped it)."""
+    session: AsyncSession, lease: Lease, status: RunStatus, error: str | None = None
+) -> StoredRun:
+    """End a run we hold; `Fenced` if the lease is no longer ours (another process reaped
+    it): nothing is written."""
     statement = _finish_statement(changes.run_end_values())
-    rows = await direct.execute(session, statement, _finish_params(run_id, owner, status, error))
-    return _ended(session, rows.mappings())
+    rows = await direct.execute(session, statement, _finish_params(lease, status, error))
+    return _ended(session, lease, rows.mappings())
 
 
 async def finish_run_with_answer(
-    session: AsyncSession, run_id: UUID, owner: str, thread_id: UUID, answer: dict[str, Any]
-) -> StoredRun | None:
+    session: AsyncSession, lease: Lease, thread_id: UUID, answer: dict[str, Any]
+) -> StoredRun:
     """End a run we hold as completed with its answer (the fields of a new assistant
     message): on PostgreSQL one statement, atomic by itself (writer.create_message_with).
-    None if the lease was lost (the answer is stored all the same, as in two statements)."""
+    `Fenced` if the lease is no longer ours: neither the end nor the answer is written
+    (on PostgreSQL the statement writes neither; otherwise the caller's transaction,
+    left uncommitted, rolls the answer back)."""
     statement = _finish_statement(changes.run_end_values())
-    params = _finish_params(run_id, owner, RunStatus.COMPLETED)
+    params = _finish_params(lease, RunStatus.COMPLETED)
     _, ended = await create_message_with(session, thread_id, answer, statement, params)
-    return _ended(session, [] if ended is None else [ended])
+    return _ended(session, lease, [] if ended is None else [ended])
 
 
-def _finish_params(
-    run_id: UUID, owner: str, status: RunStatus, error: str | None = None
-) -> dict[str, Any]:
+def _finish_params(lease: Lease, status: RunStatus, error: str | None = None) -> dict[str, Any]:
     return {
-        "run_id": run_id,
-        "owner": owner,
+        "run_id": lease.run_id,
+        "owner": lease.owner,
+        "epoch": lease.epoch,
         "status": status.value,
         "error": error,
         "now": utcnow(),
     }
 
 
-def _ended(session: AsyncSession, rows: Iterable[Mapping[str, Any]]) -> StoredRun | None:
-    """The ended run, its change announced; None if no row ended."""
+def _ended(session: AsyncSession, lease: Lease, rows: Iterable[Mapping[str, Any]]) -> StoredRun:
+    """The ended run, its change announced; `Fenced` if no row ended."""
     ended = stored_runs(rows)
     if not ended:
-        return None
+        raise Fenced(lease, "the run's end")
     changes.run_changed(session, ended[0])
     return ended[0]
 
@@ -245,6 +267,7 @@ def _build_finish_statement(extra: dict[str, Any]) -> Any:
         .where(
             _runs.c.id == bindparam("run_id"),
             _runs.c.lease_owner == bindparam("owner"),
+            _runs.c.lease_epoch == bindparam("epoch"),
             _runs.c.status == RunStatus.RUNNING.value,
         )
         .values(
@@ -310,6 +333,7 @@ async def _fail_running(
                 error=error,
                 finished_at=utcnow(),
                 lease_expires_at=None,
+                lease_epoch=Run.lease_epoch + 1,  # its runner's writes are refused from now
                 **changes.run_end_values(),
             )
             .returning(Run)

@@ -37,6 +37,7 @@ from app.orchestrator.llm import ModelTurn
 from app.orchestrator.reply import ReplyStream
 from app.orchestrator.waits import wait_for_user
 from app.threads import activity as cell
+from app.threads.fence import Fenced
 from app.threads.writer import create_messages, creates_alone, update_message
 from app.tools.base import ToolContext, ToolResult
 from app.tools.events import FanOutToolEvents, LoggingToolEvents
@@ -144,6 +145,9 @@ class ToolCallRunner:
             if flight.stream is not None:
                 flight.stream.abandon()
             self._discard_unit(flight)  # a cancelled call leaves nothing behind
+            raise
+        except Fenced:  # the run is no longer ours: its calls stop with it
+            self._discard_unit(flight)
             raise
         except Exception:  # isolation: one broken call never takes its siblings down
             logger.exception("tool call %s (%s) failed in the runner", call.id, call.name)

@@ -3,15 +3,14 @@ and written on the run's row in the transaction that ends it."""
 
 from __future__ import annotations
 
-from uuid import UUID
-
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Run
+from app.db.models import Run, RunStatus
 from app.db.models.run import NANO
 from app.orchestrator.door.types import Usage
 from app.orchestrator.llm import run_usage
+from app.threads.fence import Fenced, Lease
 
 
 def start_tally() -> Usage:
@@ -31,8 +30,21 @@ def usage_values(usage: Usage) -> dict[str, int | float | None]:
     }
 
 
-async def record(session: AsyncSession, run_id: UUID, usage: Usage | None) -> None:
-    """Write the run's usage (nothing when no model call was made)."""
+async def record(session: AsyncSession, lease: Lease, usage: Usage | None) -> None:
+    """Write the run's usage (nothing when no model call was made) while `lease` holds it;
+    else `Fenced`."""
     if usage is None or usage.empty:
         return
-    await session.execute(update(Run).where(Run.id == run_id).values(**usage_values(usage)))
+    written = await session.execute(
+        update(Run)
+        .where(
+            Run.id == lease.run_id,
+            Run.lease_owner == lease.owner,
+            Run.lease_epoch == lease.epoch,
+            Run.status == RunStatus.RUNNING.value,
+        )
+        .values(**usage_values(usage))
+        .execution_options(synchronize_session=False)
+    )
+    if not written.rowcount:
+        raise Fenced(lease, "the run's usage")

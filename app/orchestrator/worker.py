@@ -29,6 +29,7 @@ from app.orchestrator import notify, runs
 from app.orchestrator.context import RunnerDeps
 from app.orchestrator.runner import RunExecution
 from app.settings import Settings
+from app.threads.fence import Lease
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class RunWorker:
             http=httpx.AsyncClient(timeout=30, follow_redirects=False),
         )
         self.deps.slot_freed = self._slot_freed
+        self.deps.fenced = self._fenced
         self.settings = settings
         self.executions: dict[UUID, RunExecution] = {}
         self._wake = asyncio.Event()
@@ -188,18 +190,24 @@ class RunWorker:
             async with self.finished:
                 self.finished.notify_all()
 
+    def _fenced(self, lease: Lease) -> None:
+        """A write under `lease` was refused: its run is no longer ours, stop it at once."""
+        execution = self.executions.get(lease.run_id)
+        if execution is not None and execution.lease == lease:
+            execution.stop("fenced")
+
     async def _renew(self) -> None:
-        held = list(self.executions)
+        held = [execution.lease for execution in self.executions.values()]
         alive = await self.deps.write(
             lambda s: runs.renew_leases(s, self.deps.owner, held, self.settings.run_lease_seconds)
         )
-        for run_id in held:
-            execution = self.executions.get(run_id)
-            if execution is None:
+        for lease in held:
+            execution = self.executions.get(lease.run_id)
+            if execution is None or execution.lease != lease:
                 continue
-            if run_id not in alive:
-                execution.stop("lost")  # reaped elsewhere: stop working on it
-            elif alive[run_id]:
+            if lease.run_id not in alive:
+                execution.stop("fenced")  # reaped elsewhere: stop working on it
+            elif alive[lease.run_id]:
                 execution.stop("cancelled")
 
     async def _expire_dead_local_owners(self) -> None:

@@ -55,6 +55,7 @@ class StoredRun(msgspec.Struct, kw_only=True):
     cancel_requested: bool
     lease_owner: str | None
     lease_expires_at: datetime | None
+    lease_epoch: int
     push_due: bool | None
     input_tokens: int | None = None
     output_tokens: int | None = None

@@ -18,6 +18,11 @@ then changed to match. On PostgreSQL the bump and the row update are one stateme
 data-modifying CTE): one round trip instead of two, and the thread row is still locked
 until commit. A message loaded through the ORM (approvals, the reaper) is updated through
 the ORM: its session's unit of work owns that instance.
+
+A write made under a run's lease (app/threads/fence.py: a runner's, for its run) is
+fenced in the thread bump itself: the bump's WHERE also asks that the lease still holds,
+so a refused write bumps nothing, writes nothing and raises `Fenced` (statements: one more
+variant each, the same count).
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from sqlalchemy import (
     Select,
     Update,
     bindparam,
+    exists,
     insert,
+    literal,
     select,
     true,
     union_all,
@@ -45,7 +52,9 @@ from app.db import direct
 from app.db.direct import flush_pending
 from app.db.models import Thread, ThreadMessage
 from app.lib.time import utcnow
+from app.threads import fence
 from app.threads.changes import message_changed
+from app.threads.fence import Fenced, Lease
 from app.threads.records import StoredMessage, stored_message
 
 # What the writer hands back: a Struct of a row it wrote, or the ORM instance it was given.
@@ -56,18 +65,41 @@ _messages = ThreadMessage.__table__
 _MESSAGE_COLUMNS = frozenset(_messages.c.keys()) - {"id", "thread_id", "seq", "updated_at"}
 _CREATE_FIELDS = _MESSAGE_COLUMNS | {"id"}  # a message's id may be chosen by its creator
 
+
+def _the_thread(fenced: bool) -> Any:
+    """The bumped thread's WHERE: the thread, and, `fenced`, the writer's lease holding."""
+    thread = _threads.c.id == bindparam("b_thread")
+    return thread & fence.holds() if fenced else thread
+
+
+def _lease_params(params: dict[str, Any]) -> tuple[dict[str, Any], Lease | None]:
+    """`params` with the current lease's (if any), and that lease."""
+    lease = fence.held()
+    return (params if lease is None else params | fence.params(lease)), lease
+
+
+def _nothing_written(lease: Lease | None, missing: str) -> Exception:
+    """What a write that changed no row raises: `Fenced` under a lease (the thread gone
+    takes its runs with it, so that lease is gone too), else NoResultFound."""
+    return NoResultFound(missing) if lease is None else Fenced(lease, "a message write")
+
+
 # Bind names must differ from column names (SQLAlchemy reserves those for SET values).
-_BUMP = (
-    update(_threads)
-    .where(_threads.c.id == bindparam("b_thread"))
-    .values(
-        last_seq=_threads.c.last_seq + bindparam("b_seqs"),
-        message_count=_threads.c.message_count + bindparam("b_messages"),
-        last_activity_at=bindparam("b_now"),
-        updated_at=bindparam("b_now"),
+def _bump_statement(fenced: bool) -> Update:
+    return (
+        update(_threads)
+        .where(_the_thread(fenced))
+        .values(
+            last_seq=_threads.c.last_seq + bindparam("b_seqs"),
+            message_count=_threads.c.message_count + bindparam("b_messages"),
+            last_activity_at=bindparam("b_now"),
+            updated_at=bindparam("b_now"),
+        )
+        .returning(_threads.c.last_seq, _threads.c.message_count)
     )
-    .returning(_threads.c.last_seq, _threads.c.message_count)
-)
+
+
+_BUMPS = {fenced: _bump_statement(fenced) for fenced in (False, True)}
 _LOCK = (
     update(_threads)
     .where(_threads.c.id == bindparam("b_thread"))
@@ -84,15 +116,12 @@ async def _bump(
     session: AsyncSession, thread_id: UUID, count: int, *, new: bool
 ) -> tuple[int, int]:
     now = utcnow()
-    params = {
-        "b_thread": thread_id,
-        "b_seqs": count,
-        "b_messages": count if new else 0,
-        "b_now": now,
-    }
-    row = (await direct.execute(session, _BUMP, params)).first()
+    params, lease = _lease_params(
+        {"b_thread": thread_id, "b_seqs": count, "b_messages": count if new else 0, "b_now": now}
+    )
+    row = (await direct.execute(session, _BUMPS[lease is not None], params)).first()
     if row is None:
-        raise NoResultFound(f"no thread {thread_id}")
+        raise _nothing_written(lease, f"no thread {thread_id}")
     last_seq, message_count = row
     return int(last_seq), int(message_count)
 
@@ -139,9 +168,12 @@ async def update_message(session: AsyncSession, message: Message, **changes: Any
     params = {f"v_{name}": value for name, value in changes.items()}
     params |= {"b_thread": message.thread_id, "b_message": message.id, "b_now": now}
     if session.get_bind().dialect.name == "postgresql":
-        row = (await direct.execute(session, _bump_and_update(tuple(changes)), params)).first()
+        params, lease = _lease_params(params)
+        statement = _bump_and_update(tuple(changes), lease is not None)
+        row = (await direct.execute(session, statement, params)).first()
         if row is None:
-            raise NoResultFound(f"no thread message {message.id} in thread {message.thread_id}")
+            missing = f"no thread message {message.id} in thread {message.thread_id}"
+            raise _nothing_written(lease, missing)
         seq = int(row[0])
     else:
         seq, _ = await _bump(session, message.thread_id, 1, new=False)
@@ -176,7 +208,7 @@ async def _update_with_orm(
 # Statements by the set of changed columns: built once, then SQLAlchemy's compiled cache
 # hits on the same object every time.
 _row_updates: dict[tuple[str, ...], Update] = {}
-_combined_updates: dict[tuple[str, ...], Update] = {}
+_combined_updates: dict[tuple[tuple[str, ...], bool], Update] = {}
 
 
 def _set_values(names: tuple[str, ...]) -> dict[str, Any]:
@@ -194,13 +226,13 @@ def _update_row(names: tuple[str, ...]) -> Update:
     return statement
 
 
-def _bump_and_update(names: tuple[str, ...]) -> Update:
+def _bump_and_update(names: tuple[str, ...], fenced: bool) -> Update:
     """UPDATE thread_messages SET seq = bump.last_seq, … FROM (UPDATE threads … RETURNING)."""
-    statement = _combined_updates.get(names)
+    statement = _combined_updates.get((names, fenced))
     if statement is None:
         bump = (
             update(_threads)
-            .where(_threads.c.id == bindparam("b_thread"))
+            .where(_the_thread(fenced))
             .values(
                 last_seq=_threads.c.last_seq + 1,
                 last_activity_at=bindparam("b_now"),
@@ -215,14 +247,14 @@ def _bump_and_update(names: tuple[str, ...]) -> Update:
             .values(_set_values(names) | {"seq": bump.c.last_seq})
             .returning(_messages.c.seq)
         )
-        _combined_updates[names] = statement
+        _combined_updates[(names, fenced)] = statement
     return statement
 
 
 # -- creates: Core statements, every column given ------------------------------------
 _INSERTED = tuple(c.key for c in _messages.c if c.key not in ("seq", "position"))
 _INSERT_ROW = insert(_messages)  # every column bound by its key (SQLite's creates)
-_inserts: dict[int, Insert] = {}
+_inserts: dict[tuple[int, bool], Insert] = {}
 
 
 def _python_default(column: Column[Any]) -> Any:
@@ -246,14 +278,16 @@ def _row_values(thread_id: UUID, fields: dict[str, Any], now: Any) -> dict[str, 
     }
 
 
-def _insert_rows(count: int) -> Insert:
+def _insert_rows(count: int, fenced: bool, gate: Any = None) -> Insert:
     """WITH bump AS (UPDATE threads … RETURNING) INSERT INTO thread_messages SELECT … FROM
-    bump, one SELECT per row: seqs and positions consecutive up to the bumped ones."""
-    statement = _inserts.get(count)
+    bump, one SELECT per row: seqs and positions consecutive up to the bumped ones.
+    `gate`: a further condition of the bump (create_message_with)."""
+    statement = _inserts.get((count, fenced)) if gate is None else None
     if statement is None:
+        where = _the_thread(fenced)
         bump = (
             update(_threads)
-            .where(_threads.c.id == bindparam("b_thread"))
+            .where(where if gate is None else where & gate)
             .values(
                 last_seq=_threads.c.last_seq + count,
                 message_count=_threads.c.message_count + count,
@@ -280,7 +314,8 @@ def _insert_rows(count: int) -> Insert:
             .returning(_messages.c.id, _messages.c.seq, _messages.c.position)
         )
         statement = statement.add_cte(bump) if count > 1 else statement
-        _inserts[count] = statement
+        if gate is None:
+            _inserts[(count, fenced)] = statement
     return statement
 
 
@@ -308,24 +343,26 @@ async def _insert_after_bump(
     session: AsyncSession, thread_id: UUID, values: list[dict[str, Any]], now: Any
 ) -> dict[UUID, tuple[int, int]]:
     """PostgreSQL: one statement. Each new row's (seq, position) by id."""
-    params = _insert_params(thread_id, values, now)
-    inserted = await direct.execute(session, _insert_rows(len(values)), params)
+    params, lease = _lease_params(_insert_params(thread_id, values, now))
+    inserted = await direct.execute(session, _insert_rows(len(values), lease is not None), params)
     placed = {row_id: (int(seq), int(position)) for row_id, seq, position in inserted.rows}
     if len(placed) != len(values):
-        raise NoResultFound(f"no thread {thread_id}")
+        raise _nothing_written(lease, f"no thread {thread_id}")
     return placed
 
 
 # -- a create with another statement, in one round trip (PostgreSQL) ---------------------
 @lru_cache(maxsize=8)  # keyed by the statement itself (DML statements hash by identity)
 def _insert_with(also: Any) -> Select[Any]:
-    """WITH bump …, ins AS (INSERT one message … RETURNING), also AS (<also>) SELECT the
-    message's place and `also`'s row (NULLs if it changed nothing). Built once per `also`."""
-    inserted = _insert_rows(1).cte("ins")
+    """WITH also AS (<also>), bump AS (… WHERE EXISTS (SELECT FROM also)), ins AS (INSERT
+    one message … RETURNING) SELECT the message's place and `also`'s row: no row if `also`
+    changed none (nor is the message written). Built once per `also`."""
     other = also.cte("also")
+    # not fenced by the lease: `also` (a run's end) carries it and locks the run row itself
+    inserted = _insert_rows(1, False, exists(select(literal(1)).select_from(other))).cte("ins")
     columns = [c.label(f"also_{c.key}") for c in other.c]
     statement = select(inserted.c.id, inserted.c.seq, inserted.c.position, *columns)
-    return statement.select_from(inserted.outerjoin(other, true()))
+    return statement.select_from(inserted.join(other, true()))
 
 
 async def create_message_with(
@@ -334,11 +371,13 @@ async def create_message_with(
     fields: dict[str, Any],
     also: Any,
     params: dict[str, Any],
-) -> tuple[StoredMessage, dict[str, Any] | None]:
-    """A new message and `also` (a data-modifying statement with RETURNING, built once;
-    its parameters in `params`): on PostgreSQL, with `fields` as `creates_alone` takes
-    them, one statement, atomic by itself; otherwise the create, then `also`, in the
-    session's transaction. `also`'s row by column key, None if it changed no row."""
+) -> tuple[StoredMessage | None, dict[str, Any] | None]:
+    """A new message if `also` (a data-modifying statement with RETURNING, built once;
+    its parameters in `params`) changes a row: on PostgreSQL, with `fields` as
+    `creates_alone` takes them, one statement, atomic by itself, whose message is written
+    only with `also`'s change; otherwise the create, then `also`, in the session's
+    transaction (the caller rolls it back if `also` changed nothing). `also`'s row by
+    column key, None if it changed no row (and then, in one statement, no message)."""
     if session.get_bind().dialect.name != "postgresql" or not creates_alone([fields]):
         message = await create_message(session, thread_id, **fields)
         others = (await direct.execute(session, also, params)).mappings()
@@ -349,13 +388,12 @@ async def create_message_with(
     values = _insert_params(thread_id, [row], now) | params
     results = (await direct.execute(session, _insert_with(also), values)).mappings()
     if not results:
-        raise NoResultFound(f"no thread {thread_id}")
+        return None, None  # `also` changed nothing (or the thread is gone): nothing written
     result = results[0]
     seq, position = int(result["seq"]), int(result["position"])
     message = _stored(row, seq, position)
     message_changed(session, message)
-    other = {key[5:]: value for key, value in result.items() if key.startswith("also_")}
-    return message, other if any(value is not None for value in other.values()) else None
+    return message, {key[5:]: value for key, value in result.items() if key.startswith("also_")}
 
 
 async def _bump_then_insert(

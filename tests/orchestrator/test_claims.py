@@ -7,6 +7,7 @@ import asyncio
 from datetime import timedelta
 
 import httpx
+import pytest
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -14,6 +15,7 @@ from app.db.models import Run, RunStatus, Thread, ThreadMessage
 from app.db.reads import reading
 from app.lib.time import utcnow
 from app.orchestrator import runs
+from app.threads.fence import Fenced, Lease
 from app.threads.writer import create_message
 from tests.conftest import ApiUser, make_api_user
 from tests.support.statements import driver_statements, heads
@@ -61,8 +63,9 @@ async def test_concurrent_claims_respect_threads_and_order(
     assert await _claim(session_factory, "late", postgres) is None  # thread 0 is busy
 
     async with session_factory() as session:
-        owner = (await session.get(Run, line[0].id)).lease_owner
-        await runs.finish_run(session, line[0].id, owner, RunStatus.COMPLETED)
+        first = await session.get(Run, line[0].id)
+        lease = Lease(first.id, first.lease_owner, first.lease_epoch)
+        await runs.finish_run(session, lease, RunStatus.COMPLETED)
         await session.commit()
     assert await _claim(session_factory, "next", postgres) == line[1].id
 
@@ -126,13 +129,14 @@ async def test_one_claim_fills_every_free_slot_but_never_two_runs_of_a_thread(
         await session.commit()
     # the thread's second run waits for its first; the others are taken oldest first
     assert [run.id for run in claimed] == [queued[0].id, queued[2].id, queued[3].id]
+    assert [run.lease_epoch for run in claimed] == [1, 1, 1]  # each claim raises the epoch
     async with session_factory() as session:
         assert await runs.still_queued(session, [r.id for r in queued]) == {queued[1].id}
         two = await runs.claim_runs(session, "batch", 30, postgres=postgres, slots=2)
     assert two == []
 
 
-async def test_a_run_ends_with_its_answer_in_one_statement_and_a_lost_lease_is_told(
+async def test_a_run_ends_with_its_answer_in_one_statement_and_a_lost_lease_writes_nothing(
     db: AsyncSession, session_factory: async_sessionmaker[AsyncSession], dialect: str
 ) -> None:
     user, [thread] = await _user_with_threads(db, 1)
@@ -148,7 +152,9 @@ async def test_a_run_ends_with_its_answer_in_one_statement_and_a_lost_lease_is_t
     with driver_statements(session_factory.kw["bind"]) as statements:
         async with reading(session_factory)() as session:  # as RunnerDeps.write_alone
             answer = {"role": "assistant", "content": "Done.", "run_id": held.id}
-            ended = await runs.finish_run_with_answer(session, held.id, "me", thread.id, answer)
+            ended = await runs.finish_run_with_answer(
+                session, Lease(held.id, "me", 0), thread.id, answer
+            )
             await session.commit()
     assert ended is not None and ended.status == "completed" and ended.finished_at is not None
     if dialect == "postgresql":  # one statement, not even a BEGIN and COMMIT around it
@@ -157,12 +163,13 @@ async def test_a_run_ends_with_its_answer_in_one_statement_and_a_lost_lease_is_t
         bump, row, run = "UPDATE threads", "INSERT thread_messages", "UPDATE runs"
         assert heads(statements) == ["BEGIN", bump, row, run, "COMMIT"]
 
+    answer = {"role": "assistant", "content": "Too late.", "run_id": lost.id}
+    async with reading(session_factory)() as session:
+        with pytest.raises(Fenced):
+            await runs.finish_run_with_answer(session, Lease(lost.id, "me", 0), thread.id, answer)
     async with session_factory() as session:
-        answer = {"role": "assistant", "content": "Too late.", "run_id": lost.id}
-        assert await runs.finish_run_with_answer(session, lost.id, "me", thread.id, answer) is None
-        await session.commit()
         stored = (await session.scalars(select(ThreadMessage.content).where(
             ThreadMessage.thread_id == thread.id).order_by(ThreadMessage.seq))).all()  # fmt: skip
         status = await session.scalar(select(Run.status).where(Run.id == lost.id))
-    assert stored == ["Done.", "Too late."]  # the answer is kept, as in two statements
-    assert status == "running"  # not ours to end
+    assert stored == ["Done."]  # neither the answer nor the end of a run not ours
+    assert status == "running"

@@ -54,6 +54,10 @@ class Run(Base):
     lease_expires_at: Mapped[datetime | None] = mapped_column(
         DateTimeUTC(timezone=True), default=None
     )
+    # The lease's fencing token: raised by every claim and by the reaper that fails the
+    # run, so a runner that lost its lease has every later write refused
+    # (app/threads/fence.py).
+    lease_epoch: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     # Set by the UPDATE that ends the run when push is on and someone may need to hear of
     # it (a device not watching the thread, an open Live Activity): the run row is its
     # own push outbox entry, so a turn that pushes nothing writes nothing more
