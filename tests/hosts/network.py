@@ -17,6 +17,7 @@ Faults are nftables rules in the namespaces, rebuilt whole on every change:
 - `cut(a, b)`: packets from the other host are dropped on input, on both sides: a
   silent partition (no reset, no ICMP), as a pulled cable. Against the clients or the
   model (no namespace of theirs to drop in), the namespace's output to them is dropped too.
+- `cut_service(a, b, port)`: the same for one service of b's (Redis, not PostgreSQL).
 - `lossy(a, b, percent)`: the same for a random share of the packets (`numgen random`).
 This kernel has no `netem` (nor any `tc` qdisc that delays); delay is a userspace
 relay in the app host's namespace (tests/hosts/lag.py) its database traffic goes through.
@@ -61,9 +62,7 @@ class Network:
     """The namespaces, their links and the faults in force."""
 
     tag: str = field(default_factory=lambda: str(os.getpid() % 100000))
-    rules: dict[str, dict[tuple[str, str], str]] = field(
-        default_factory=lambda: defaultdict(dict)
-    )
+    rules: dict[str, dict[tuple[str, ...], str]] = field(default_factory=lambda: defaultdict(dict))
 
     @property
     def subnet(self) -> str:
@@ -94,7 +93,19 @@ class Network:
         for host in NAMESPACED:
             namespace, veth = self.namespace(host), f"tcv{self.tag}{host[0]}{host[-1]}"
             _run("ip", "netns", "add", namespace)
-            _run("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", namespace)
+            _run(
+                "ip",
+                "link",
+                "add",
+                veth,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "eth0",
+                "netns",
+                namespace,
+            )
             _run("ip", "link", "set", veth, "master", self.bridge, "up")
             _run("ip", "-n", namespace, "addr", "add", f"{self.address(host)}/24", "dev", "eth0")
             _run("ip", "-n", namespace, "link", "set", "eth0", "up")
@@ -109,6 +120,24 @@ class Network:
     # -- faults --------------------------------------------------------------------------
     def cut(self, a: str, b: str) -> None:
         self._drop(a, b, "drop")
+
+    def cut_service(self, client: str, server: str, port: int) -> None:
+        """Drop the traffic of one service (a port of `server`) to and from `client`:
+        Redis cut off while PostgreSQL, on the same host, still answers."""
+        self.rules[client][("input", server, port)] = (
+            f"ip saddr {self.address(server)} tcp sport {port} drop"
+        )
+        self.rules[server][("input", client, port)] = (
+            f"ip saddr {self.address(client)} tcp dport {port} drop"
+        )
+        self._apply(client)
+        self._apply(server)
+
+    def heal_service(self, client: str, server: str, port: int) -> None:
+        self.rules[client].pop(("input", server, port), None)
+        self.rules[server].pop(("input", client, port), None)
+        self._apply(client)
+        self._apply(server)
 
     def lossy(self, a: str, b: str, percent: int) -> None:
         self._drop(a, b, f"numgen random mod 100 < {percent} drop")
@@ -138,7 +167,7 @@ class Network:
         """Replace the namespace's `chaos` table with the rules in force, atomically."""
         chains = []
         for hook in ("input", "output"):
-            lines = [rule for (chain, _), rule in self.rules[host].items() if chain == hook]
+            lines = [rule for key, rule in self.rules[host].items() if key[0] == hook]
             body = "".join(f"    {line}\n" for line in lines)
             chains.append(
                 f"  chain {hook} {{\n    type filter hook {hook} priority 0; policy accept;\n"

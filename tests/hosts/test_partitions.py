@@ -10,10 +10,15 @@ ended, no frame twice. The time from the fault to that state is printed (RECOVER
 from __future__ import annotations
 
 import asyncio
+import time
+
+import pytest
 
 from tests.hosts.turns import Deployment, execution_over, report, runs_ended_on
 
 CUT_SECONDS = 10
+REDIS_CUT_SECONDS = 6
+REDIS_PORT = 6379
 
 
 async def test_an_app_host_cut_from_postgresql_mid_turn(healed: Deployment) -> None:
@@ -38,3 +43,50 @@ async def test_an_app_host_cut_from_postgresql_mid_turn(healed: Deployment) -> N
     status, error = await healed.run_status(turn)
     assert status == "failed", error
     report("app host cut from PostgreSQL 10 s", healed.transport, recovery)
+
+
+@pytest.mark.parametrize("deployment", ["wake-redis"], indirect=True)
+async def test_an_app_host_cut_from_redis_mid_turn(healed: Deployment) -> None:
+    """The runner's host loses Redis (not PostgreSQL) for 6 s: its run goes on and ends,
+    its frames are lost to pub/sub, and the phone gets them from the database once Redis
+    answers again. (The PostgreSQL transport has no Redis to lose.)"""
+    user = await healed.user()
+    turn = await healed.start_turn(user, healed.host("app1"), "slow 3")
+    runner = await healed.runner_of(turn)
+    async with healed.phone(turn, user, runner) as phone:
+        await healed.tool_running(turn)
+        started = time.monotonic()
+        healed.network.cut_service(runner.name, "data", REDIS_PORT)
+        await asyncio.sleep(REDIS_CUT_SECONDS)
+        healed.network.heal_service(runner.name, "data", REDIS_PORT)
+        healed_at = time.monotonic()
+        await healed.settle(turn, user, phone, runner)
+        await healed.assert_clean(turn, phone)
+    assert await healed.run_status(turn) == ("completed", None)
+    report(
+        f"app host cut from Redis {REDIS_CUT_SECONDS} s",
+        healed.transport,
+        time.monotonic() - healed_at,
+        f"after the heal; {time.monotonic() - started:.1f} s after the cut",
+    )
+
+
+async def test_an_app_host_cut_from_its_clients_mid_turn(healed: Deployment) -> None:
+    """The phones lose the runner's host (the host still reaches the database, Redis and
+    the model): the phone's pings go unanswered, it resumes on the other host with its
+    last seq, and the run, untouched, ends there for it."""
+    user = await healed.user()
+    turn = await healed.start_turn(user, healed.host("app1"), "slow 4")
+    runner = await healed.runner_of(turn)
+    survivor = healed.other(runner)
+    async with healed.phone(turn, user, runner) as phone:
+        await healed.tool_running(turn)
+        started = time.monotonic()
+        healed.network.cut(runner.name, "clients")
+        await healed.settle(turn, user, phone, survivor)
+        recovery = time.monotonic() - started
+        healed.network.heal(runner.name, "clients")
+        await healed.assert_clean(turn, phone)
+        assert phone.host_url == survivor.ws_url
+    assert await healed.run_status(turn) == ("completed", None)
+    report("app host cut from its clients", healed.transport, recovery)

@@ -1,4 +1,4 @@
-# ruff: noqa: ASYNC109, ASYNC110 - polling other processes over the network
+# ruff: noqa: ASYNC109 - polling other processes over the network
 """Turns on a deployment of two app hosts, and what must hold after any fault.
 
 The model's answers follow from the conversation (`scripted_model`), so any number of
@@ -101,7 +101,7 @@ class Deployment:
 
     async def start_turn(self, user: ApiUser, via: AppHost, content: str) -> Turn:
         async with httpx.AsyncClient(base_url=via.base_url, headers=user.headers) as http:
-            thread = (await http.post("/api/threads", json={"agent_id": str(user.agent.id)}))
+            thread = await http.post("/api/threads", json={"agent_id": str(user.agent.id)})
             thread_id = thread.json()["id"]
             return await self.post(http, thread_id, content)
 
@@ -203,13 +203,13 @@ class Deployment:
 
 
 async def runs_ended_on(host: AppHost) -> float:
-    """How many runs this host's runner has ended (its `toolcells_runs_total`)."""
+    """How many runs this host's runner has ended or found fenced (its metrics)."""
     async with httpx.AsyncClient(base_url=host.base_url, timeout=5) as http:
         body = (await http.get("/metrics")).text
     return sum(
         float(line.rsplit(" ", 1)[1])
         for line in body.splitlines()
-        if line.startswith("toolcells_runs_total{")
+        if line.startswith(("toolcells_runs_total{", "toolcells_fenced_total{"))
     )
 
 
@@ -232,4 +232,5 @@ async def execution_over(host: AppHost, before: float, timeout: float) -> bool:
 
 def report(scenario: str, transport: str, seconds: float, note: str = "") -> None:
     """One line per scenario, shown by `pytest -s` and collected for the README."""
-    print(f"\nRECOVERY {scenario} [{transport}]: {seconds:.1f} s {note}".rstrip(), flush=True)
+    line = f"RECOVERY {scenario} [{transport}]: {seconds:.1f} s"
+    print(f"\n{line}{' (' + note + ')' if note else ''}", flush=True)
