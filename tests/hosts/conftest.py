@@ -105,4 +105,3 @@ async def healed(deployment: Deployment) -> AsyncIterator[Deployment]:
         deployment.network.heal_all()
         for host in deployment.hosts:
             host.delay(0)
-

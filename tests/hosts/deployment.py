@@ -1,4 +1,3 @@
-# ruff: noqa: ASYNC109, ASYNC110 - polling other processes over the network
 """What runs on the hosts: PostgreSQL and Redis on `data`, a server on `app1` and `app2`.
 
 Each app host's server is `uvicorn --factory tests.support.orchestrator_app:create` (the
@@ -127,8 +126,11 @@ def data_host(network: Network, workdir: Path) -> Iterator[DataHost]:
     with throwaway_cluster(listen=address, wrap=tuple(network.exec("data")), port=5432) as pg:
         log = (workdir / "redis.log").open("wb")
         redis = subprocess.Popen(
-            [*network.exec("data"), "redis-server", "--bind", address, "--port", "6379"]
-            + ["--save", "", "--appendonly", "no", "--protected-mode", "no"],
+            [
+                *network.exec("data"),
+                *("redis-server", "--bind", address, "--port", "6379"),
+                *("--save", "", "--appendonly", "no", "--protected-mode", "no"),
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -192,8 +194,10 @@ class AppHost:
     def start_lag(self, port: int) -> None:
         target = (self.network.address("data"), "5432")
         self.lag = subprocess.Popen(
-            [*self.network.exec(self.name), sys.executable, str(Path(__file__).with_name("lag.py"))]
-            + [str(port), *target],
+            [
+                *self.network.exec(self.name),
+                *(sys.executable, str(Path(__file__).with_name("lag.py")), str(port), *target),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -217,9 +221,16 @@ class AppHost:
             }
         self._log_file = self.log.open("ab")
         self.server = subprocess.Popen(
-            [*self.network.exec(self.name), sys.executable, "-m", "uvicorn", "--factory"]
-            + ["tests.support.orchestrator_app:create", "--host", self.network.address(self.name)]
-            + ["--port", str(self.port), "--log-level", "warning"],
+            [
+                *self.network.exec(self.name),
+                *(sys.executable, "-m", "uvicorn", "--factory"),
+                *(
+                    "tests.support.orchestrator_app:create",
+                    "--host",
+                    self.network.address(self.name),
+                ),
+                *("--port", str(self.port), "--log-level", "warning"),
+            ],
             cwd=PROJECT_ROOT,
             env=env,
             stdout=self._log_file,
@@ -238,7 +249,7 @@ class AppHost:
                 except httpx.TransportError:
                     return False
 
-            await until(healthy, timeout=120, every=0.2)
+            await until(healthy, timeout=300, every=0.2)  # minutes on a loaded machine
 
     def stop(self) -> None:
         if self.server is not None and self.server.poll() is None:
