@@ -22,7 +22,8 @@ from tests.hosts.deployment import (
     data_host,
 )
 from tests.hosts.network import Network, missing
-from tests.hosts.turns import Deployment, scripted_model
+from tests.hosts.turns import BUNDLE, Deployment, scripted_model
+from tests.support.fake_apns import FakeApns
 from tests.support.fake_llm import FakeLLM
 from tests.support.test_tools import write_agent_types
 
@@ -56,8 +57,21 @@ async def model(network: Network) -> AsyncIterator[FakeLLM]:
 
 
 @pytest.fixture(scope="session")
+async def apns(
+    network: Network, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[FakeApns]:
+    """A fake APNs on the model's address: "no duplicate push" counts what it received."""
+    async with FakeApns(tmp_path_factory.mktemp("apns"), host=network.address("model")) as fake:
+        yield fake
+
+
+@pytest.fixture(scope="session")
 async def deployments(
-    network: Network, data: DataHost, model: FakeLLM, tmp_path_factory: pytest.TempPathFactory
+    network: Network,
+    data: DataHost,
+    model: FakeLLM,
+    apns: FakeApns,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[dict[str, Deployment]]:
     """Both transports' deployments, started at once (each server takes seconds to import
     the app; four in parallel take little more than one). Each has its own database, and
@@ -70,11 +84,20 @@ async def deployments(
             url = f"postgresql+asyncpg://postgres@127.0.0.1:{LAG_PORT + index}/{database}"
             redis_url = data.redis_url if transport == "wake-redis" else None
             env = app_env(url, model.base_url, write_agent_types(workdir), redis_url)
+            env |= {
+                "APNS_BASE_URL": apns.base_url,
+                "APNS_CA_FILE": apns.ca_file,
+                "APNS_KEY_FILE": apns.key_file,
+                "APNS_KEY_ID": apns.key_id,
+                "APNS_TEAM_ID": apns.team_id,
+                "APNS_TOPIC": BUNDLE,
+                "PUSH_POLL_SECONDS": "1",
+            }
             hosts = [
                 AppHost(name, network, env, workdir / f"{name}.log", port=APP_PORT + index)
                 for name in ("app1", "app2")
             ]
-            built[transport] = Deployment(transport, network, data, database, hosts)
+            built[transport] = Deployment(transport, network, data, database, hosts, apns)
             for host in hosts:
                 host.start_lag(LAG_PORT + index)
                 host.start()

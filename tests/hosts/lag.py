@@ -67,9 +67,7 @@ async def _control() -> None:
 
 
 async def main(listen: int, host: str, port: int) -> None:
-    server = await asyncio.start_server(
-        lambda r, w: _relay(host, port, r, w), "127.0.0.1", listen
-    )
+    server = await asyncio.start_server(lambda r, w: _relay(host, port, r, w), "127.0.0.1", listen)
     print("ready", flush=True)
     async with server:
         await _control()  # stdin closed: the test is over

@@ -14,11 +14,13 @@ import time
 
 import pytest
 
-from tests.hosts.turns import Deployment, execution_over, report, runs_ended_on
+from tests.hosts.turns import Deployment, Turn, execution_over, report, runs_ended_on
+from tests.support.processes import until
 
 CUT_SECONDS = 10
 REDIS_CUT_SECONDS = 6
 REDIS_PORT = 6379
+PUSH_POLL_SECONDS = 1  # the servers' PUSH_POLL_SECONDS (tests/hosts/conftest.py)
 
 
 async def test_an_app_host_cut_from_postgresql_mid_turn(healed: Deployment) -> None:
@@ -90,3 +92,33 @@ async def test_an_app_host_cut_from_its_clients_mid_turn(healed: Deployment) -> 
         assert phone.host_url == survivor.ws_url
     assert await healed.run_status(turn) == ("completed", None)
     report("app host cut from its clients", healed.transport, recovery)
+
+
+async def test_an_unwatched_turn_cut_from_postgresql_is_pushed_once(healed: Deployment) -> None:
+    """Nobody watches the thread, a phone is registered for push: the survivor's failing
+    the run is one alert; when the link heals the cut runner, fenced, ends nothing and
+    pushes nothing more, and neither host's push sender sends that alert again."""
+    user = await healed.user()
+    await healed.register_device(user, healed.host("app1"))
+    turn = await healed.start_turn(user, healed.host("app1"), "slow 4")
+    runner = await healed.runner_of(turn)
+    survivor = healed.other(runner)
+    before = await runs_ended_on(runner)
+    await healed.tool_running(turn)
+    started = time.monotonic()
+    healed.network.cut(runner.name, "data")
+    await until(lambda: _pushed(healed, turn), timeout=CUT_SECONDS)
+    pushed = time.monotonic() - started
+    await asyncio.sleep(CUT_SECONDS - pushed)  # the rest of the 10 s partition
+    healed.network.heal(runner.name, "data")
+    await execution_over(runner, before, timeout=45)
+    await asyncio.sleep(3 * PUSH_POLL_SECONDS)  # both senders poll their outbox meanwhile
+    async with healed.phone(turn, user, survivor) as phone:
+        await healed.settle(turn, user, phone, survivor)
+        await healed.assert_clean(turn, phone)
+    assert healed.pushes(turn) == [(turn.run_id, "run_failed")]
+    report("unwatched turn cut from PostgreSQL: its one push", healed.transport, pushed)
+
+
+async def _pushed(deployment: Deployment, turn: Turn) -> bool:
+    return bool(deployment.pushes(turn))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,10 +29,12 @@ from tests.hosts.deployment import AppHost, DataHost
 from tests.hosts.network import Network
 from tests.hosts.phone import Phone
 from tests.realtime.support import fetch_messages
+from tests.support.fake_apns import FakeApns
 from tests.support.fake_llm import Call, Response, Text, ToolCalls
 from tests.support.processes import until
 
 ENDED = ("completed", "failed", "cancelled")
+BUNDLE = "com.example.toolcells"
 
 
 def scripted_model(body: dict[str, Any]) -> Response:
@@ -60,6 +63,7 @@ class Deployment:
     data: DataHost
     database: str
     hosts: list[AppHost]
+    apns: FakeApns
     _engine: AsyncEngine | None = field(default=None, repr=False)
 
     @property
@@ -94,6 +98,24 @@ class Deployment:
             user.agent.agent_type = "tester"
             await db.commit()
             return user
+
+    async def register_device(self, user: ApiUser, via: AppHost) -> str:
+        """A phone's push token for the user: its runs' ends are pushed when it does not
+        watch the thread."""
+        token = uuid.uuid4().hex * 2
+        body = {"token": token, "environment": "sandbox", "bundle_id": BUNDLE}
+        async with httpx.AsyncClient(base_url=via.base_url, headers=user.headers) as http:
+            response = await http.post("/api/devices", json=body)
+        assert response.status_code == 201, response.text
+        return token
+
+    def pushes(self, turn: Turn) -> list[tuple[str, str]]:
+        """(run id, kind) of every push APNs received about the turn's thread."""
+        return [
+            (push.payload.get("run_id", ""), push.payload.get("kind", ""))
+            for push in self.apns.received
+            if push.payload.get("thread_id") == turn.thread_id
+        ]
 
     async def sql(self, statement: str, **params: Any) -> list[Any]:
         async with self.engine.connect() as conn:
@@ -196,6 +218,8 @@ class Deployment:
         late = await self.writes_after_end(turn)
         assert late == [], f"written after the run ended: {late}"
         assert phone.out_of_order == [], "a frame came twice or out of order"
+        pushes = self.pushes(turn)
+        assert len(pushes) == len(set(pushes)), f"a push sent twice: {pushes}"
 
     async def run_status(self, turn: Turn) -> tuple[str, str | None]:
         rows = await self.sql("SELECT status, error FROM runs WHERE id = :id", id=turn.run_id)
