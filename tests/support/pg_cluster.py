@@ -56,7 +56,9 @@ class Cluster:
         subprocess.run([*self.wrap, *command], check=True, capture_output=True)
 
     def start(self) -> None:
-        options = f"-p {self.port} -k {self.directory} -c fsync=off -c listen_addresses={self.listen}"
+        options = (
+            f"-p {self.port} -k {self.directory} -c fsync=off -c listen_addresses={self.listen}"
+        )
         log = str(self.directory / "log")
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", log, "-w", "start")
 
