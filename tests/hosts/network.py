@@ -31,6 +31,8 @@ import subprocess
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from tests.support import pg_cluster
+
 NAMESPACED = ("data", "app1", "app2")
 OUTSIDE = ("clients", "model")  # addresses of this process, on the bridge
 _HOST_NUMBER = {"data": 1, "app1": 2, "app2": 3, "clients": 4, "model": 5}
@@ -40,9 +42,11 @@ def missing() -> str | None:
     """Why hosts cannot be built here (one line), or None."""
     if os.geteuid() != 0:
         return "network namespaces need root"
-    for tool in ("ip", "nft"):
+    for tool, package in (("ip", "iproute2"), ("nft", "nftables"), ("redis-server", "redis")):
         if shutil.which(tool) is None:
-            return f"`{tool}` is not installed (apt-get install iproute2 nftables)"
+            return f"`{tool}` is not installed (apt-get install {package})"
+    if not pg_cluster.available():
+        return "PostgreSQL's server binaries (initdb) are not installed"
     probe = f"tcprobe{os.getpid()}"
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     if made.returncode != 0:
