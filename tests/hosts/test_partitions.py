@@ -20,6 +20,7 @@ from tests.support.processes import until
 CUT_SECONDS = 10
 REDIS_CUT_SECONDS = 6
 REDIS_PORT = 6379
+POSTGRES_PORT = 5432  # only PostgreSQL: Redis, on the same data host, still answers
 PUSH_POLL_SECONDS = 1  # the servers' PUSH_POLL_SECONDS (tests/hosts/conftest.py)
 
 
@@ -34,10 +35,10 @@ async def test_an_app_host_cut_from_postgresql_mid_turn(healed: Deployment) -> N
     before = await runs_ended_on(runner)
     async with healed.phone(turn, user, runner) as phone:
         await healed.tool_running(turn)
-        healed.network.cut(runner.name, "data")
+        healed.network.cut_service(runner.name, "data", POSTGRES_PORT)
         settled = asyncio.create_task(healed.settle(turn, user, phone, survivor))
         await asyncio.sleep(CUT_SECONDS)  # the scenario: a 10 s partition
-        healed.network.heal(runner.name, "data")
+        healed.network.heal_service(runner.name, "data", POSTGRES_PORT)
         recovery = await settled
         await execution_over(runner, before, timeout=45)
         await healed.settle(turn, user, phone, survivor)  # still, after the heal
@@ -106,11 +107,11 @@ async def test_an_unwatched_turn_cut_from_postgresql_is_pushed_once(healed: Depl
     before = await runs_ended_on(runner)
     await healed.tool_running(turn)
     started = time.monotonic()
-    healed.network.cut(runner.name, "data")
+    healed.network.cut_service(runner.name, "data", POSTGRES_PORT)
     await until(lambda: _pushed(healed, turn), timeout=CUT_SECONDS)
     pushed = time.monotonic() - started
     await asyncio.sleep(CUT_SECONDS - pushed)  # the rest of the 10 s partition
-    healed.network.heal(runner.name, "data")
+    healed.network.heal_service(runner.name, "data", POSTGRES_PORT)
     await execution_over(runner, before, timeout=45)
     await asyncio.sleep(3 * PUSH_POLL_SECONDS)  # both senders poll their outbox meanwhile
     async with healed.phone(turn, user, survivor) as phone:
