@@ -49,6 +49,7 @@ class Received:
 @dataclass
 class FakeApns:
     directory: Path
+    host: str = "127.0.0.1"  # another address: an APNs other hosts reach (tests/hosts)
     topics: set[str] = field(default_factory=lambda: {"com.example.toolcells"})
     received: list[Received] = field(default_factory=list)
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (token, reason)
@@ -99,26 +100,26 @@ class FakeApns:
     # -- the server ---------------------------------------------------------------------
     async def __aenter__(self) -> FakeApns:
         ca = trustme.CA()
-        cert = ca.issue_cert("127.0.0.1", "localhost")
+        cert = ca.issue_cert(self.host, "localhost")
         self.ca_file = str(self.directory / "apns-ca.pem")
         ca.cert_pem.write_to_path(self.ca_file)
         cert_file = str(self.directory / "apns-server.pem")
         cert.private_key_and_cert_chain_pem.write_to_path(cert_file)
         sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((self.host, 0))
         port = sock.getsockname()[1]
         sock.close()
         config = Config()
-        config.bind = [f"127.0.0.1:{port}"]
+        config.bind = [f"{self.host}:{port}"]
         config.certfile = config.keyfile = cert_file
         config.alpn_protocols = ["h2"]
         config.accesslog = None
         config.errorlog = None
-        self.base_url = f"https://127.0.0.1:{port}"
+        self.base_url = f"https://{self.host}:{port}"
         self._task = asyncio.create_task(
             serve(self._app, config, shutdown_trigger=self._stop.wait)  # type: ignore[arg-type]
         )
-        await self._wait_listening(port)
+        await self._wait_listening(self.host, port)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -128,11 +129,11 @@ class FakeApns:
                 await asyncio.wait_for(self._task, 5)
 
     @staticmethod
-    async def _wait_listening(port: int) -> None:
+    async def _wait_listening(host: str, port: int) -> None:
         async with asyncio.timeout(10):
             while True:
                 try:
-                    _, writer = await asyncio.open_connection("127.0.0.1", port)
+                    _, writer = await asyncio.open_connection(host, port)
                 except OSError:
                     await asyncio.sleep(0.02)
                     continue

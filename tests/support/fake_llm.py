@@ -89,7 +89,8 @@ def _split(text: str, pieces: int) -> list[str]:
 
 
 class FakeLLM:
-    def __init__(self, responder: Responder | None = None) -> None:
+    def __init__(self, responder: Responder | None = None, host: str = "127.0.0.1") -> None:
+        self.host = host  # another address: a model server other hosts reach (tests/hosts)
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []  # each request's headers, lower-cased names
         self.handler_seconds: list[float] = []  # the fake model's own time per request
@@ -135,13 +136,13 @@ class FakeLLM:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited on accept
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((self.host, 0))
         sock.listen(128)  # connections queue in the kernel until uvicorn accepts them
         port = sock.getsockname()[1]
         config = uvicorn.Config(self, log_level="warning", lifespan="off", access_log=False)
         self._server = uvicorn.Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self.base_url = f"http://{self.host}:{port}/v1"
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -39,22 +39,26 @@ class Cluster:
     bindir: Path
     directory: Path
     port: int
+    listen: str = "127.0.0.1"  # the address it listens on (a namespace's, in tests/hosts)
+    wrap: tuple[str, ...] = ()  # a command prefix the binaries run under (`ip netns exec …`)
 
     @property
     def data(self) -> Path:
         return self.directory / "data"
 
     def url(self, database: str = "postgres") -> str:
-        return f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/{database}"
+        return f"postgresql+asyncpg://postgres@{self.listen}:{self.port}/{database}"
 
     def _run(self, *args: str) -> None:
         command = [str(self.bindir / args[0]), *args[1:]]
         if os.geteuid() == 0:
             command = ["runuser", "-u", "postgres", "--", *command]
-        subprocess.run(command, check=True, capture_output=True)
+        subprocess.run([*self.wrap, *command], check=True, capture_output=True)
 
     def start(self) -> None:
-        options = f"-p {self.port} -k {self.directory} -c fsync=off -c listen_addresses=127.0.0.1"
+        options = (
+            f"-p {self.port} -k {self.directory} -c fsync=off -c listen_addresses={self.listen}"
+        )
         log = str(self.directory / "log")
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", log, "-w", "start")
 
@@ -68,16 +72,23 @@ def available() -> bool:
 
 
 @contextmanager
-def throwaway_cluster() -> Iterator[Cluster]:
+def throwaway_cluster(
+    listen: str = "127.0.0.1", wrap: tuple[str, ...] = (), port: int | None = None
+) -> Iterator[Cluster]:
     """A started cluster (trust auth, superuser `postgres`), removed afterwards."""
     bindir = _bindir()
     assert bindir is not None, "PostgreSQL server binaries (initdb) not found"
     directory = Path(tempfile.mkdtemp(prefix="tc-pg-"))
     if os.geteuid() == 0:
         shutil.chown(directory, "postgres")
-    cluster = Cluster(bindir=bindir, directory=directory, port=_free_port())
+    cluster = Cluster(
+        bindir=bindir, directory=directory, port=port or _free_port(), listen=listen, wrap=wrap
+    )
     try:
         cluster._run("initdb", "-D", str(cluster.data), "-A", "trust", "-U", "postgres")
+        if listen != "127.0.0.1":  # initdb trusts only local peers: trust the listen /24
+            with (cluster.data / "pg_hba.conf").open("a") as hba:
+                hba.write(f"host all all {listen}/24 trust\n")
         cluster.start()
         yield cluster
     finally:

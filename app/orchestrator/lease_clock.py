@@ -1,0 +1,41 @@
+"""Lease times on the database's clock, whatever this host's clock says.
+
+A lease is written by the host that runs the run and judged by every host's reaper, so
+both must read one clock. Hosts' clocks drift (a VM resumed, NTP not yet synced): a
+reaper whose clock runs 30 s ahead would take every live lease for expired. The one
+clock all hosts share is the database's, so each process measures how far its own clock
+is from it (one `SELECT clock_timestamp()`, at start and before every reap) and stamps and
+judges leases with its clock moved by that offset. The error is half a round trip.
+
+SQLite is one host and one clock: the offset stays zero.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.lib.time import utcnow
+
+_offset = timedelta(0)
+
+
+def now() -> datetime:
+    """This host's clock moved to the database's (as of the last `synchronize`)."""
+    return utcnow() + _offset
+
+
+def offset() -> timedelta:
+    return _offset
+
+
+async def synchronize(session: AsyncSession) -> None:
+    """Measure the database clock's lead over ours (PostgreSQL only)."""
+    global _offset
+    before = utcnow()
+    database = await session.scalar(select(func.clock_timestamp()))
+    after = utcnow()
+    if database is not None:
+        _offset = database - (before + (after - before) / 2)
