@@ -81,6 +81,7 @@ class RunWorker:
             waiting=lambda: len(self._awaited),
             limit=self.settings.runner_max_concurrent_runs,
         )
+        metrics.watch_delta_window(lambda: self.deps.pace.window)
         self._loop_task = asyncio.create_task(self._run_loop(), name="run-worker")
         self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name="run-heartbeat")
         self._lag_task = asyncio.create_task(LagProbe(self.deps.pace).run(), name="run-lag")
