@@ -119,6 +119,10 @@ DB_POOL_CHECKED_OUT = Gauge(
 DB_POOL_SIZE = Gauge(
     f"{PREFIX}_db_pool_size", "Database connections a pool holds at most", ["pool"]
 )
+STREAM_DELTA_SECONDS = Gauge(
+    f"{PREFIX}_stream_delta_seconds",
+    "Seconds between two delta frames of a streaming reply now (widened under load)",
+)
 WS_SEND_QUEUED = Gauge(f"{PREFIX}_ws_send_queued", "Frames queued to be sent, all sockets together")
 WS_SEND_QUEUE_DEEPEST = Gauge(
     f"{PREFIX}_ws_send_queue_deepest", "Frames queued on the socket with the most waiting"
@@ -226,6 +230,10 @@ def watch_runner(in_use: Callable[[], float], parked: Callable[[], float],
     RUNS_PARKED.set_function(parked)
     RUNS_WAITING.set_function(waiting)
     RUNNER_SLOTS_LIMIT.set(limit)
+
+
+def watch_delta_window(window: Callable[[], float]) -> None:
+    STREAM_DELTA_SECONDS.set_function(window)
 
 
 def door_connection_limit(provider: str, limit: int) -> None:

@@ -29,14 +29,12 @@ from app.observability import metrics
 from app.orchestrator import lease_clock, notify, runs
 from app.orchestrator.context import RunnerDeps
 from app.orchestrator.delta_pace import DeltaPace, LagProbe
+from app.orchestrator.queue_places import QueuePlaces
 from app.orchestrator.runner import RunExecution
 from app.settings import Settings
-from app.threads import changes
 from app.threads.fence import Lease
 
 logger = logging.getLogger(__name__)
-# A full process tells the runs queued in it their place in line, up to this place.
-POSITIONS_TOLD = 1000
 
 
 class RunWorker:
@@ -64,8 +62,7 @@ class RunWorker:
         # (notify.relay) if this one cannot claim them at once.
         self._queued_here: set[UUID] = set()
         self._saturated = False
-        # Runs queued in this process that wait for a slot: the place last told (0: none).
-        self._told: dict[UUID, int] = {}
+        self._places = QueuePlaces(self.deps.read_sessions)  # told to runs queued here
         self._loop_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._lag_task: asyncio.Task[None] | None = None
@@ -86,6 +83,7 @@ class RunWorker:
             waiting=lambda: len(self._awaited),
             limit=self.settings.runner_max_concurrent_runs,
         )
+        metrics.watch_delta_window(lambda: self.deps.pace.window)
         self._loop_task = asyncio.create_task(self._run_loop(), name="run-worker")
         self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name="run-heartbeat")
         self._lag_task = asyncio.create_task(LagProbe(self.deps.pace).run(), name="run-lag")
@@ -116,7 +114,7 @@ class RunWorker:
             self._awaited.add(object_id)
             if here:
                 self._queued_here.add(object_id)
-                self._told.setdefault(object_id, 0)
+                self._places.queued(object_id)
             self._wake.set()
         elif kind == "cancel":
             if (execution := self.executions.get(object_id)) is not None:
@@ -134,8 +132,8 @@ class RunWorker:
             self._wake.clear()
             try:
                 await self._claim_all()
-                if self._saturated and self._told:
-                    await self._tell_positions()
+                if self._saturated and self._places.due(loop.time()):
+                    await self._places.tell()
                 now = loop.time()
                 if self.executions and now >= next_renew - poll:
                     await self._renew()
@@ -181,7 +179,7 @@ class RunWorker:
             for run in claimed:
                 self._awaited.discard(run.id)
                 self._queued_here.discard(run.id)
-                self._told.pop(run.id, None)
+                self._places.gone(run.id)
                 execution = RunExecution(self.deps, run)
                 self.executions[run.id] = execution
                 execution.task = asyncio.create_task(self._execute(execution), name=f"run-{run.id}")
@@ -198,24 +196,8 @@ class RunWorker:
             self._awaited -= asked - queued  # runs heard of meanwhile stay
             self._queued_here -= asked - queued
             for run_id in asked - queued:
-                self._told.pop(run_id, None)
+                self._places.gone(run_id)
             self._hand_on(asked & self._queued_here)
-
-    async def _tell_positions(self) -> None:
-        """The process is full: each run queued here that waits for a slot is told its
-        place in line (a `run` frame `queued` with `position`), again when it moves.
-        Places are read in the order every process claims (queue_order.py)."""
-        async with self.deps.read_sessions() as session:
-            order = await runs.queue_positions(session, POSITIONS_TOLD)
-            place = {run_id: index + 1 for index, run_id in enumerate(order)}
-            moved = {r: place[r] for r, told in self._told.items() if place.get(r, told) != told}
-            waiting = await runs.queued_runs(session, list(moved)) if moved else []
-        if len(order) < POSITIONS_TOLD:  # the others are not in line (claimed, cancelled,
-            for run_id in set(self._told) - set(place):  # behind their thread's run)
-                del self._told[run_id]
-        for run in waiting:
-            self._told[run.id] = moved[run.id]
-            changes.run_waiting(run, moved[run.id])
 
     def _hand_on(self, run_ids: set[UUID]) -> None:
         """Wake the other processes for runs queued here that this one could not claim:

@@ -40,11 +40,11 @@ Per row:
   which its latencies count against the server (above a few ms: add `--client-procs`, or
   the machine is too busy for the latency columns to be the server's).
 
-The server runs with its defaults, which cap concurrency (RUNNER_MAX_CONCURRENT_RUNS=16,
-the model door's 100 connections, DATABASE_MAX_CONNECTIONS=20): the rows show what they
-cost. `--env` measures other settings: each occurrence is one configuration (space
+The server runs with its defaults (RUNNER_MAX_CONCURRENT_RUNS=1000, the model door's
+LLM_MAX_CONNECTIONS_PER_PROVIDER=1000, DATABASE_MAX_CONNECTIONS=20): the rows show what
+they cost. `--env` measures other settings: each occurrence is one configuration (space
 separated KEY=VALUE pairs, or `defaults`), e.g. `--env defaults --env
-RUNNER_MAX_CONCURRENT_RUNS=1000`.
+RUNNER_MAX_CONCURRENT_RUNS=16` (the default before issue #30).
 """
 
 from __future__ import annotations

@@ -42,5 +42,6 @@ async def test_a_run_waiting_on_its_model_holds_no_database_connection(
             await asyncio.sleep(0.01)
     assert gauge("toolcells_runner_slots_in_use") == 1
     assert gauge("toolcells_model_door_streams", provider="openai") == 1
+    assert 0.05 <= gauge("toolcells_stream_delta_seconds") <= 0.15
     run = await api.get_run(thread_id, response.json()["run"]["id"])
     assert run["status"] == "running"  # still streaming
