@@ -100,6 +100,7 @@ def _bump_statement(fenced: bool) -> Update:
 
 
 _BUMPS = {fenced: _bump_statement(fenced) for fenced in (False, True)}
+_BUMP = _BUMPS[False]
 _LOCK = (
     update(_threads)
     .where(_threads.c.id == bindparam("b_thread"))
