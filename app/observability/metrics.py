@@ -77,8 +77,7 @@ PUSH_EVENT_FAILURES = Counter(
 FENCED = Counter(
     f"{PREFIX}_fenced",
     "Holders stopped because the database refused a write under a lease no longer theirs "
-    "(app/threads/fence.py), by holder: run (a runner that lost a run's lease), push (a "
-    "sender that lost a delivery's claim)",
+    "(app/threads/fence.py), by holder: run (a runner that lost a run's lease)",
     ["holder"],
 )
 
