@@ -31,6 +31,7 @@ FOREIGN_ID_ATTEMPTS: list[tuple[str, str, dict[str, Any] | None]] = [
     ("PATCH", "/api/agents/{agent_id}", {"name": "stolen"}),
     ("PATCH", "/api/tasks/{task_id}", {"status": "completed"}),
     ("POST", f"{T}/messages/{{message_id}}/result", {"output": {}}),
+    ("POST", f"{T}/messages/{{message_id}}/input", {"action": "decline"}),
     ("POST", f"{T}/live-activity", {"push_token": "ab" * 32}),
     ("DELETE", "/api/devices/{device_id}", None),
     ("POST", f"{T}/runs/{{run_id}}/live-activity", {"push_token": "ef" * 32}),
