@@ -77,7 +77,8 @@ PUSH_EVENT_FAILURES = Counter(
 FENCED = Counter(
     f"{PREFIX}_fenced",
     "Holders stopped because the database refused a write under a lease no longer theirs "
-    "(app/threads/fence.py), by holder: run (a runner that lost a run's lease)",
+    "(app/threads/fence.py), by holder: run (a runner that lost a run's lease), push (a "
+    "sender whose claim on a delivery lapsed: not sent, or its outcome not recorded)",
     ["holder"],
 )
 

@@ -139,6 +139,22 @@ def claim_deliveries(postgres: bool) -> Any:
     )
 
 
+def record_outcome(delivery_id: UUID, claim: datetime, values: dict[str, Any]) -> Any:
+    """A send's outcome, written only while the claim is still this sender's: the
+    delivery pending, its next attempt still the claim's lease (a fence: after a lapse
+    another process may have claimed it again)."""
+    return (
+        update(PushDelivery)
+        .where(
+            PushDelivery.id == delivery_id,
+            PushDelivery.status == "pending",
+            PushDelivery.next_attempt_at == claim,
+        )
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+
+
 def thread_heading(thread_id: UUID) -> Select[Any]:
     """(owner_id, title, agent name) of a thread: the alert's title."""
     return (

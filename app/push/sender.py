@@ -4,6 +4,10 @@ Woken after each commit that wrote a push event (app/push/events.py), it also po
 rows left by a stopped process (pending events, deliveries claimed but never answered)
 are sent after a restart. A delivery is claimed under a lease (its next attempt pushed
 into the future, SKIP LOCKED on PostgreSQL), so two processes never send it at once.
+The claim is also a fence: a sender sends only before its claim lapses, and records the
+outcome with an UPDATE conditional on the claim still being its own (the delivery still
+pending, its next attempt still the claim's time): a sender that was paused or cut off
+past its claim, while another process claimed the delivery again, writes nothing.
 Outcomes: sent; 429/5xx/connection error -> retried with backoff up to
 PUSH_MAX_ATTEMPTS; 410 Unregistered or BadDeviceToken -> the device (or Live Activity)
 is forgotten; anything else -> failed.
@@ -16,8 +20,8 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import PushDelivery
@@ -46,6 +50,7 @@ def observe_outcome(outcome: str) -> None:
 class Sent:
     delivery: PushDelivery
     answer: Answer
+    claim: datetime  # the claim's lease: the delivery's next attempt while it is ours
 
 
 class PushSender:
@@ -94,15 +99,16 @@ class PushSender:
     async def cycle(self) -> bool:
         """One round; True if a batch was full (go again at once)."""
         fanned = await fan_out(self._sessions, self._settings, postgres=self._postgres)
-        claimed = await self._claim()
+        claimed, claim = await self._claim()
         if claimed:
-            results = await asyncio.gather(*(self._send(d) for d in claimed))
+            sent = await asyncio.gather(*(self._send(d, claim) for d in claimed))
+            results = [result for result in sent if result is not None]
             await self._record(results)
             self._schedule_retry(results)
         await self._maybe_prune()
         return fanned == repository.BATCH or len(claimed) == repository.BATCH
 
-    async def _claim(self) -> list[PushDelivery]:
+    async def _claim(self) -> tuple[list[PushDelivery], datetime]:
         now = utcnow()
         params = {"now": now, "lease": now + timedelta(seconds=CLAIM_SECONDS)}
         async with self._sessions() as session:
@@ -110,9 +116,12 @@ class PushSender:
                 await session.scalars(repository.claim_deliveries(self._postgres), params)
             )
             await session.commit()
-        return claimed
+        return claimed, params["lease"]
 
-    async def _send(self, delivery: PushDelivery) -> Sent:
+    async def _send(self, delivery: PushDelivery, claim: datetime) -> Sent | None:
+        if utcnow() >= claim:  # lapsed before its turn: another process may send it now
+            _fenced(delivery, claim, "not sent")
+            return None
         note = Notification(
             token=delivery.token,
             environment=delivery.environment,
@@ -124,40 +133,49 @@ class PushSender:
             payload=delivery.payload,
             apns_id=str(delivery.id),
         )
-        return Sent(delivery, await self._client.send(note))
+        return Sent(delivery, await self._client.send(note), claim)
 
     async def _record(self, results: list[Sent]) -> None:
         now = utcnow()
         async with self._sessions() as session:
-            ids = [result.delivery.id for result in results]
-            rows = await session.scalars(select(PushDelivery).where(PushDelivery.id.in_(ids)))
-            current = {row.id: row for row in rows}
             for result in results:
-                delivery = current.get(result.delivery.id)
-                if delivery is not None:  # else its device was deleted meanwhile
-                    await self._record_one(session, delivery, result.answer, now)
+                await self._record_one(session, result, now)
             await session.commit()
 
-    async def _record_one(
-        self, session: AsyncSession, delivery: PushDelivery, answer: Answer, now: datetime
-    ) -> None:
-        delivery.attempts += 1
-        delivery.last_error = f"{answer.status} {answer.reason}" if answer.reason else None
-        outcome = answer.verdict.value
-        if answer.verdict is Verdict.SENT:
-            delivery.status, delivery.sent_at = "sent", now
-        elif answer.verdict is Verdict.RETRY:
-            if delivery.attempts >= self._settings.push_max_attempts:
-                delivery.status, outcome = "failed", "given_up"
-            else:
-                delivery.next_attempt_at = now + timedelta(seconds=self._backoff(delivery))
-        elif answer.verdict is Verdict.DEAD_TOKEN:
-            delivery.status = "failed"
+    async def _record_one(self, session: AsyncSession, result: Sent, now: datetime) -> None:
+        delivery, answer = result.delivery, result.answer
+        values, outcome = self._outcome(delivery, answer, now)
+        written = await session.execute(
+            repository.record_outcome(delivery.id, result.claim, values)
+        )
+        if not written.rowcount:  # the claim lapsed and was taken over (or the row is gone)
+            _fenced(delivery, result.claim, "outcome not recorded")
+            return
+        if answer.verdict is Verdict.DEAD_TOKEN:
             await self._forget(session, delivery, now)
-        else:
-            delivery.status = "failed"
+        elif answer.verdict is Verdict.FAILED:
             logger.warning("APNs refused a push: %s %s", answer.status, answer.reason)
         observe_outcome(outcome)
+
+    def _outcome(
+        self, delivery: PushDelivery, answer: Answer, now: datetime
+    ) -> tuple[dict[str, Any], str]:
+        """The delivery's new values after this answer, and the outcome to count."""
+        attempts = delivery.attempts + 1
+        values: dict[str, Any] = {
+            "attempts": attempts,
+            "last_error": f"{answer.status} {answer.reason}" if answer.reason else None,
+        }
+        outcome = answer.verdict.value
+        if answer.verdict is Verdict.SENT:
+            values.update(status="sent", sent_at=now)
+        elif answer.verdict is Verdict.RETRY and attempts < self._settings.push_max_attempts:
+            values["next_attempt_at"] = now + timedelta(seconds=self._backoff(attempts))
+        else:
+            values["status"] = "failed"
+            if answer.verdict is Verdict.RETRY:
+                outcome = "given_up"
+        return values, outcome
 
     async def _forget(self, session: AsyncSession, delivery: PushDelivery, now: datetime) -> None:
         if delivery.device_id is not None:
@@ -169,16 +187,16 @@ class PushSender:
         else:  # a push-to-start: the install's start token is dead
             await session.execute(repository.forget_start_token(delivery.token))
 
-    def _backoff(self, delivery: PushDelivery) -> float:
+    def _backoff(self, attempts: int) -> float:
         base = self._settings.push_retry_base_seconds
-        return min(MAX_BACKOFF_SECONDS, base * 2 ** (delivery.attempts - 1))
+        return min(MAX_BACKOFF_SECONDS, base * 2 ** (attempts - 1))
 
     def _schedule_retry(self, results: list[Sent]) -> None:
         """Wake for the earliest retry rather than wait for the next poll."""
         retries = [r for r in results if r.answer.verdict is Verdict.RETRY]
         if retries:
             base = self._settings.push_retry_base_seconds
-            delay = min(base * 2 ** min(r.delivery.attempts, 20) for r in retries)
+            delay = min(base * 2 ** min(r.delivery.attempts + 1, 20) for r in retries)
             if delay < self._settings.push_poll_seconds:
                 asyncio.get_running_loop().call_later(delay, self._woken.set)
 
@@ -191,3 +209,13 @@ class PushSender:
             for statement in repository.prune(utcnow() - PRUNE_AFTER):
                 await session.execute(statement)
             await session.commit()
+
+
+def _fenced(delivery: PushDelivery, claim: datetime, what: str) -> None:
+    logger.warning(
+        "push delivery %s: its claim (until %s) is no longer this sender's, %s",
+        delivery.id,
+        claim.isoformat(),
+        what,
+    )
+    metrics.fenced("push")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import timedelta
 from uuid import UUID
 
+import pytest
 from prometheus_client import REGISTRY
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, update
 
 from app.db.models import Device, PushDelivery, PushEvent, Run, push_presence
 from app.lib.time import utcnow
@@ -315,3 +317,75 @@ async def test_a_device_tool_waiting_asks_the_user_to_open_the_app(
     )
     assert answer.status_code == 200, answer.text
     assert (await api.wait_run(thread_id, run_id))["status"] == "completed"
+
+
+def _fenced_pushes() -> float:
+    return REGISTRY.get_sample_value("toolcells_fenced_total", {"holder": "push"}) or 0.0
+
+
+async def _left_pending(api: OrchestratorApi, device: dict) -> UUID:
+    delivery = PushDelivery(
+        event_key="test:fenced",
+        token=device["token"],
+        device_id=UUID(device["id"]),
+        environment="sandbox",
+        topic=BUNDLE,
+        push_type="alert",
+        priority=10,
+        expiration=0,
+        payload={"aps": {"alert": "fenced"}, "kind": "test"},
+        next_attempt_at=utcnow() - timedelta(seconds=1),
+    )
+    api.db.add(delivery)
+    await api.db.commit()
+    return delivery.id
+
+
+async def test_a_sender_whose_claim_lapsed_records_nothing(
+    api: OrchestratorApi, fake_apns: FakeApns, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Sender A claims, stalls past its claim (a pause, a partition); B claims the delivery
+    again and sends it. A's late outcome is refused by the database: recorded once, by B."""
+    device = await register_device(api)
+    sender = api.app.state.push_sender
+    await sender.stop()
+    delivery_id = await _left_pending(api, device)
+    fenced_before = _fenced_pushes()
+    claimed_a, claim_a = await sender._claim()
+    # A's claim lapses (as if it had been taken long ago): B claims the row again.
+    await api.db.execute(
+        update(PushDelivery).values(next_attempt_at=utcnow() - timedelta(seconds=1))
+    )
+    await api.db.commit()
+    claimed_b, claim_b = await sender._claim()
+    assert [d.id for d in claimed_a] == [d.id for d in claimed_b] == [delivery_id]
+
+    sent_b = [await sender._send(d, claim_b) for d in claimed_b]
+    await sender._record([s for s in sent_b if s])
+    late_a = [await sender._send(d, claim_a) for d in claimed_a]
+    with caplog.at_level(logging.WARNING, logger="app.push.sender"):
+        await sender._record([s for s in late_a if s])
+
+    api.db.expire_all()
+    row = await api.db.get(PushDelivery, delivery_id)
+    assert row is not None and row.status == "sent" and row.attempts == 1  # B's, once
+    assert _fenced_pushes() == fenced_before + 1
+    (warning,) = [r for r in caplog.records if "claim" in r.getMessage()]
+    assert str(delivery_id) in warning.getMessage()
+
+
+async def test_a_claim_that_lapsed_before_its_send_is_not_sent(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    device = await register_device(api)
+    sender = api.app.state.push_sender
+    await sender.stop()
+    delivery_id = await _left_pending(api, device)
+    fenced_before = _fenced_pushes()
+    claimed, _ = await sender._claim()
+    lapsed = utcnow() - timedelta(seconds=1)
+    assert [await sender._send(d, lapsed) for d in claimed] == [None]
+    assert not fake_apns.received and _fenced_pushes() == fenced_before + 1
+    api.db.expire_all()
+    row = await api.db.get(PushDelivery, delivery_id)
+    assert row is not None and row.status == "pending" and row.attempts == 0
