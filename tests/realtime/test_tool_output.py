@@ -137,7 +137,7 @@ async def test_a_late_subscriber_reads_the_output_so_far_then_goes_live(
         while True:  # the cell is written a moment after the chunks (coalesced)
             page = await http.get(f"/api/threads/{thread_id}/messages", headers=tester.headers)
             tools = [m for m in page.json()["items"] if m["role"] == "tool"]
-            if tools and (tools[0]["tool_activity"]["data"] or {}).get("output") == so_far:
+            if tools and (tools[0]["tool_activity"].get("data") or {}).get("output") == so_far:
                 break
             await asyncio.sleep(0.05)  # polling the API, as a reconnecting client would
 
