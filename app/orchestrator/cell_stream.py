@@ -123,24 +123,23 @@ class CellStream:
         """The cell with every pending change applied and no write in flight, the stream
         going on (a cell about to change status must not be overwritten by a flush that
         read it before)."""
+        await self._no_flush_in_flight()
+        return self._pending(self._current()) if self._dirty else self._current()
+
+    async def _no_flush_in_flight(self) -> None:
+        """A flush not yet writing is dropped (its changes stay pending); one writing ends."""
         task = self._task
         if task is not None and not task.done():
             if not self._writing:
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        return self._pending(self._current()) if self._dirty else self._current()
 
     async def settled(self) -> Activity | None:
         """Stop flushing; the cell's latest state (pending changes applied) for the final
         write, or None when nothing is pending."""
         self._closed = True
-        task = self._task
-        if task is not None and not task.done():
-            if not self._writing:
-                task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._no_flush_in_flight()
         return self._pending(self._current()) if self._dirty else None
 
     def abandon(self) -> None:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from mcp.client.auth.utils import (
@@ -30,7 +32,7 @@ from mcp.shared.auth import (
     ProtectedResourceMetadata,
 )
 from mcp.shared.auth_utils import check_resource_allowed
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from app.settings import Settings
 from app.tools.mcp.config import McpServerSpec
@@ -67,11 +69,29 @@ def oauth_fetcher(settings: Settings, *also: str) -> SafeFetcher:
     return SafeFetcher(FetchPolicy(allow_hosts=frozenset(allow), max_bytes=256_000))
 
 
+Metadata = TypeVar("Metadata", bound=BaseModel)
+
+
 async def _document(fetcher: SafeFetcher, url: str) -> bytes | None:
     try:
         return (await fetcher.fetch(url, headers=ACCEPT_JSON)).body
     except (FetchFailed, FetchBlocked, ValueError):
         return None  # not served there (or not allowed): the next candidate
+
+
+async def _documents(
+    fetcher: SafeFetcher, candidates: Iterable[str], model: type[Metadata]
+) -> AsyncIterator[Metadata]:
+    """The metadata documents found at `candidates`, in order (missing or invalid: skipped)."""
+    for candidate in candidates:
+        body = await _document(fetcher, candidate)
+        if body is None:
+            continue
+        try:
+            found = model.model_validate_json(body)
+        except ValidationError:
+            continue
+        yield found
 
 
 async def discover(settings: Settings, spec: McpServerSpec) -> Discovered:
@@ -91,14 +111,8 @@ async def discover(settings: Settings, spec: McpServerSpec) -> Discovered:
 
 
 async def _protected_resource(fetcher: SafeFetcher, url: str) -> ProtectedResourceMetadata:
-    for candidate in build_protected_resource_metadata_discovery_urls(None, url):
-        body = await _document(fetcher, candidate)
-        if body is None:
-            continue
-        try:
-            found = ProtectedResourceMetadata.model_validate_json(body)
-        except ValidationError:
-            continue
+    candidates = build_protected_resource_metadata_discovery_urls(None, url)
+    async for found in _documents(fetcher, candidates, ProtectedResourceMetadata):
         if not check_resource_allowed(url, str(found.resource)):
             raise OAuthUnavailable("its protected-resource metadata names another resource")
         return found
@@ -106,14 +120,8 @@ async def _protected_resource(fetcher: SafeFetcher, url: str) -> ProtectedResour
 
 
 async def _authorization_server(fetcher: SafeFetcher, issuer: str, url: str) -> OAuthMetadata:
-    for candidate in build_oauth_authorization_server_metadata_discovery_urls(issuer, url):
-        body = await _document(fetcher, candidate)
-        if body is None:
-            continue
-        try:
-            found = OAuthMetadata.model_validate_json(body)
-        except ValidationError:
-            continue
+    candidates = build_oauth_authorization_server_metadata_discovery_urls(issuer, url)
+    async for found in _documents(fetcher, candidates, OAuthMetadata):
         if not issuers_match(str(found.issuer), issuer):  # RFC 8414 §3.3
             raise OAuthUnavailable("its authorization server's metadata names another issuer")
         return found
