@@ -30,4 +30,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=5 \
   CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/api/health', timeout=2).status != 200)"
 
 ENTRYPOINT ["toolcells-entrypoint"]
-CMD ["litestar", "run", "--host", "0.0.0.0", "--port", "8000"]
+# uvicorn itself (not `litestar run`) for its keep-alive: above a phone's or a proxy's
+# idle time between requests, so a POST never meets a connection being closed (README).
+CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--timeout-keep-alive", "75"]

@@ -74,7 +74,8 @@ def test_the_image_uses_the_entrypoint() -> None:
     dockerfile = (PROJECT_ROOT / "Dockerfile").read_text()
     assert "COPY docker/entrypoint.sh /usr/local/bin/toolcells-entrypoint" in dockerfile
     assert 'ENTRYPOINT ["toolcells-entrypoint"]' in dockerfile
-    assert 'CMD ["litestar", "run", "--host", "0.0.0.0", "--port", "8000"]' in dockerfile
+    command = '"uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000"'
+    assert f'CMD [{command}, "--timeout-keep-alive", "75"]' in dockerfile
     assert ENTRYPOINT.stat().st_mode & stat.S_IXUSR  # COPY keeps the mode
     # the script is valid POSIX sh
     subprocess.run(["sh", "-n", str(ENTRYPOINT)], check=True)

@@ -179,6 +179,8 @@ class Bench:
             target, count, config, users, samples, self.args.duration, wall, cpu, rss, model_cpu
         )
         print(row.cells(), flush=True)
+        if samples.why_failed:  # what a user would be told
+            print("  failed:", ", ".join(f"{n} {why}" for why, n in samples.why_failed.items()))
         return row
 
     def ours(self, dialect: str, count: int, config: str, overrides: dict[str, str]) -> None:

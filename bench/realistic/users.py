@@ -86,8 +86,8 @@ class Phone:
                             reader.cancel()
                 except SocketClosed:
                     self.samples.closed += 1  # reconnect, as the app does
-                except (aiohttp.ClientError, OSError):
-                    self.samples.failed += 1
+                except (aiohttp.ClientError, OSError) as error:
+                    self.samples.fail(f"socket: {type(error).__name__} {error}"[:100])
                     await asyncio.sleep(1)
 
     async def _turn(
@@ -115,8 +115,8 @@ class Phone:
             if turn is not None and run_id is not None:  # a phone that gives up cancels
                 await self._cancel(http, turn.thread_id, run_id)
             status = None
-        except aiohttp.ClientResponseError:
-            self.samples.failed += 1
+        except aiohttp.ClientResponseError as error:
+            self.samples.fail(f"HTTP {error.status} {error.request_info.url.path}")
             status = None
         finally:
             self.turn = None
@@ -127,7 +127,7 @@ class Phone:
         if status is None:
             return
         if status != "completed" or turn is None or turn.clock is None or not turn.clock.seen:
-            self.samples.failed += 1
+            self.samples.fail(f"run {status}" if status != "completed" else "no answer tokens")
             return
         self.samples.completed += 1
         if window.counts(time.monotonic()):
@@ -165,7 +165,9 @@ class Phone:
                     if message_read.get("role") == "assistant" and message_read.get("content"):
                         turn.clock.received(message_read["content"], at)
                 elif kind == "run" and frame["run"]["status"] in ENDED:
-                    turn.end(frame["run"]["status"])
+                    run = frame["run"]
+                    error = run.get("error")
+                    turn.end(run["status"] if not error else f"{run['status']} ({error})"[:120])
         finally:
             if self.turn is not None:
                 self.turn.end(SocketClosed())
@@ -202,7 +204,7 @@ async def langgraph_user(base: str, window: Window, samples: Samples) -> None:
                 await asyncio.sleep(0.1)
             samples.add_turn(clock)
             if failed or clock is None or not clock.seen:
-                samples.failed += 1
+                samples.fail("error event" if failed else "no answer tokens")
                 continue
             samples.completed += 1
             if window.counts(time.monotonic()):

@@ -127,6 +127,10 @@ async def servers(
             ]
             command += ["--host", "127.0.0.1", "--port", str(port), "--no-access-log"]
             command += ["--log-level", "warning"]
+            # Above the clients' idle time between requests (a turn's seconds): with
+            # uvicorn's 5 s default a client POSTing on a connection the server is just
+            # closing gets "connection reset" (README, "Operating in production").
+            command += ["--timeout-keep-alive", "75"]
             process = subprocess.Popen(  # noqa: ASYNC220 - started once, before measuring
                 command,
                 cwd=PROJECT_ROOT,
