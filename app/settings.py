@@ -133,6 +133,20 @@ class Settings:
             "queue, fairly across users, and the phone is told its place (`run` frame `queued`)"
         ),
     ] = 1000
+    # Slots size a process for waiting; a process short of CPU must not start more work
+    # than it can stream: every run in it would slow down together (app/orchestrator/worker.py).
+    runner_busy_lag_seconds: Annotated[
+        NonNegativeFloat,
+        Meta(
+            description="how late (smoothed) the event loop may wake before this process "
+            "stops claiming new runs beyond RUNNER_BUSY_MIN_RUNS: they stay queued for a "
+            "process with room, and the phone is told its place (0: never)"
+        ),
+    ] = 0.05
+    runner_busy_min_runs: Annotated[
+        NonNegativeInt,
+        Meta(description="runs a process still claims while its event loop is late"),
+    ] = 16
     llm_timeout_seconds: Annotated[
         PositiveFloat, Meta(description="longest silence of a model stream")
     ] = 60.0

@@ -72,6 +72,8 @@ DEFAULTS = {
     "runner_enabled": True,
     "runner_poll_seconds": 0.5,
     "runner_max_concurrent_runs": 1000,
+    "runner_busy_lag_seconds": 0.05,
+    "runner_busy_min_runs": 16,
     "llm_timeout_seconds": 60.0,
     "llm_max_retries": 2,
     "llm_retry_base_seconds": 0.5,

@@ -123,6 +123,14 @@ STREAM_DELTA_SECONDS = Gauge(
     f"{PREFIX}_stream_delta_seconds",
     "Seconds between two delta frames of a streaming reply now (widened under load)",
 )
+LOOP_LAG_SECONDS = Gauge(
+    f"{PREFIX}_loop_lag_seconds",
+    "How late the event loop wakes a timer (smoothed): the process's CPU is spoken for",
+)
+LOOP_LAG_LIMIT = Gauge(
+    f"{PREFIX}_loop_lag_limit_seconds",
+    "Loop lag from which new runs stay queued (RUNNER_BUSY_LAG_SECONDS; 0: never)",
+)
 WS_SEND_QUEUED = Gauge(f"{PREFIX}_ws_send_queued", "Frames queued to be sent, all sockets together")
 WS_SEND_QUEUE_DEEPEST = Gauge(
     f"{PREFIX}_ws_send_queue_deepest", "Frames queued on the socket with the most waiting"
@@ -234,6 +242,11 @@ def watch_runner(in_use: Callable[[], float], parked: Callable[[], float],
 
 def watch_delta_window(window: Callable[[], float]) -> None:
     STREAM_DELTA_SECONDS.set_function(window)
+
+
+def watch_loop_lag(lag: Callable[[], float], limit: float) -> None:
+    LOOP_LAG_SECONDS.set_function(lag)
+    LOOP_LAG_LIMIT.set(limit)
 
 
 def door_connection_limit(provider: str, limit: int) -> None:

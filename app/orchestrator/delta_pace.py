@@ -27,13 +27,15 @@ PROBE_SECONDS = 0.05
 class DeltaPace:
     def __init__(self, least: float, most: float) -> None:
         self.least, self.most = least, max(least, most)
-        self.lag = 0.0  # smoothed, seconds
+        self.lag = 0.0  # smoothed, seconds, each sample capped at LAG_HIGH
+        self.loop_lag = 0.0  # smoothed, seconds, uncapped: how far behind the loop is
 
     def observe(self, lag: float) -> None:
         """One measured lag of the event loop (seconds a timer woke late). A sample counts
         at most `LAG_HIGH`: one long stall (a GC pause) moves the window a little, and
         the window narrows as soon as the loop keeps up again."""
         self.lag += SMOOTHING * (min(max(0.0, lag), LAG_HIGH) - self.lag)
+        self.loop_lag += SMOOTHING * (max(0.0, lag) - self.loop_lag)
 
     @property
     def window(self) -> float:

@@ -84,6 +84,9 @@ class RunWorker:
             limit=self.settings.runner_max_concurrent_runs,
         )
         metrics.watch_delta_window(lambda: self.deps.pace.window)
+        metrics.watch_loop_lag(
+            lambda: self.deps.pace.loop_lag, self.settings.runner_busy_lag_seconds
+        )
         self._loop_task = asyncio.create_task(self._run_loop(), name="run-worker")
         self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name="run-heartbeat")
         self._lag_task = asyncio.create_task(LagProbe(self.deps.pace).run(), name="run-lag")
@@ -155,10 +158,26 @@ class RunWorker:
         """Runs holding a slot: those waiting for the user (approval, device) do not."""
         return len(self.executions) - self.deps.parked_runs()
 
+    def _free_slots(self) -> int:
+        """Runs this process may claim now: its free slots, and while its event loop is
+        late (RUNNER_BUSY_LAG_SECONDS) none beyond RUNNER_BUSY_MIN_RUNS. A process short
+        of CPU that started every queued run would slow every one of them together (at
+        some load, all of them past any deadline); left queued, they wait their turn in
+        the fair order, are told their place, and another process may take them."""
+        busy = self._busy_runs()
+        free = self.settings.runner_max_concurrent_runs - busy
+        if free > 0 and self._loop_late():
+            free = min(free, self.settings.runner_busy_min_runs - busy)
+        return free
+
+    def _loop_late(self) -> bool:
+        limit = self.settings.runner_busy_lag_seconds
+        return limit > 0 and self.deps.pace.loop_lag >= limit
+
     async def _claim_all(self) -> None:
         """Claim runs for every free slot, one statement per round."""
         while True:
-            slots = self.settings.runner_max_concurrent_runs - self._busy_runs()
+            slots = self._free_slots()
             self._saturated = slots <= 0
             if self._saturated:
                 self._hand_on(set(self._queued_here))

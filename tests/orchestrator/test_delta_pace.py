@@ -67,3 +67,15 @@ async def test_the_probe_feeds_the_timer_lateness_to_the_pace() -> None:
     clock.late = 0.0
     await LagProbe(pace, interval=0.05, clock=clock, sleep=clock.sleep).run(rounds=200)
     assert pace.window == pytest.approx(0.05)
+
+
+def test_the_loop_lag_follows_the_loop_however_late() -> None:
+    """What the runner reads to stop claiming (RUNNER_BUSY_LAG_SECONDS) is not capped
+    where the window stops widening: a loop a second behind reads as a second."""
+    pace = DeltaPace(0.05, 0.15)
+    assert pace.loop_lag == 0.0
+    settled(pace, 1.0)
+    assert pace.loop_lag == pytest.approx(1.0)
+    assert pace.lag == pytest.approx(LAG_HIGH)
+    settled(pace, 0.001)
+    assert pace.loop_lag == pytest.approx(0.001)

@@ -134,6 +134,8 @@ async def test_a_full_process_tells_queued_runs_their_fair_place(
         assert 'toolcells_model_door_connection_limit{provider="openai"} 1000.0' in scrape
         assert 'toolcells_db_pool_checked_out{pool="app"}' in scrape
         assert "toolcells_ws_send_queue_limit 512.0" in scrape
+        assert "toolcells_loop_lag_limit_seconds 0.05" in scrape  # RUNNER_BUSY_LAG_SECONDS
+        assert "toolcells_loop_lag_seconds " in scrape
 
         # the slot frees: bob's run takes it, alice's wait on
         await cancel(http, alice, holding_thread, holding)
