@@ -139,13 +139,17 @@ class Settings:
         NonNegativeFloat,
         Meta(
             description="how late (smoothed) the event loop may wake before this process "
-            "stops claiming new runs beyond RUNNER_BUSY_MIN_RUNS: they stay queued for a "
-            "process with room, and the phone is told its place (0: never)"
+            "stops claiming new runs beyond RUNNER_BUSY_MIN_RUNS (half as late: it claims "
+            "them that many at a time): they stay queued for a process with room, and the "
+            "phone is told its place (0: never)"
         ),
     ] = 0.05
     runner_busy_min_runs: Annotated[
         NonNegativeInt,
-        Meta(description="runs a process still claims while its event loop is late"),
+        Meta(
+            description="runs a process still claims while its event loop is late, and "
+            "how many it claims at a time while half as late"
+        ),
     ] = 16
     llm_timeout_seconds: Annotated[
         PositiveFloat, Meta(description="longest silence of a model stream")
@@ -253,6 +257,16 @@ class Settings:
         Meta(
             description="longest wait for a free database connection before answering 503",
             extra={"env": "DATABASE_POOL_TIMEOUT"},
+        ),
+    ] = 30.0
+    database_statement_timeout_seconds: Annotated[
+        NonNegativeFloat,
+        Meta(
+            description="PostgreSQL: longest wait for one statement's answer; past it the "
+            "statement fails as the database being unavailable (503) and its connection "
+            "is dropped, so a host cut off without a reset does not wait on a dead socket "
+            "(0: no limit; migrations have none)",
+            extra={"env": "DATABASE_STATEMENT_TIMEOUT"},
         ),
     ] = 30.0
     ws_token_check_seconds: Annotated[

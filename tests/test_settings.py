@@ -27,6 +27,7 @@ from app.settings_docs import README, with_table
 # The names operators already use; they must keep working.
 DOCUMENTED_NAMES = {
     "database_pool_timeout_seconds": "DATABASE_POOL_TIMEOUT",
+    "database_statement_timeout_seconds": "DATABASE_STATEMENT_TIMEOUT",
     "database_url": "DATABASE_URL",
     "database_echo": "DATABASE_ECHO",
     "llm_model": "LLM_MODEL",
@@ -95,6 +96,7 @@ DEFAULTS = {
     "ws_frame_burst": 60,
     "database_max_connections": 20,
     "database_pool_timeout_seconds": 30.0,
+    "database_statement_timeout_seconds": 30.0,
     "ws_token_check_seconds": 5.0,
     "auth_cache_seconds": 5.0,
     "login_max_failures_per_account": 10,

@@ -80,6 +80,12 @@ def pool_options(settings: Settings, size: int) -> dict[str, Any]:
         # (server restart) fails one statement (a 503); SQLAlchemy then invalidates the
         # pool, and pool_recycle retires connections before idle timeouts can kill them.
         options["pool_recycle"] = 1800
+        # A connection whose peer went silent (a partition: no reset, no error) would
+        # wait until TCP gives up. asyncpg's command_timeout raises TimeoutError, which
+        # SQLAlchemy's asyncpg dialect counts as a disconnect: the connection is dropped.
+        if settings.database_statement_timeout_seconds > 0:
+            timeout = settings.database_statement_timeout_seconds
+            options["connect_args"] = {"command_timeout": timeout}
     return options
 
 

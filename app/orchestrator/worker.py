@@ -37,6 +37,10 @@ from app.threads.fence import Lease
 logger = logging.getLogger(__name__)
 
 
+# Between two steps of claims on a busy loop: a few lag probes (delta_pace.PROBE_SECONDS).
+STEP_PAUSE_SECONDS = 0.15
+
+
 class RunWorker:
     def __init__(
         self, settings: Settings, session_factory: async_sessionmaker[AsyncSession]
@@ -158,26 +162,31 @@ class RunWorker:
         """Runs holding a slot: those waiting for the user (approval, device) do not."""
         return len(self.executions) - self.deps.parked_runs()
 
-    def _free_slots(self) -> int:
-        """Runs this process may claim now: its free slots, and while its event loop is
-        late (RUNNER_BUSY_LAG_SECONDS) none beyond RUNNER_BUSY_MIN_RUNS. A process short
-        of CPU that started every queued run would slow every one of them together (at
-        some load, all of them past any deadline); left queued, they wait their turn in
-        the fair order, are told their place, and another process may take them."""
+    def _free_slots(self) -> tuple[int, bool]:
+        """Runs this process may claim now, and whether that is a step (look again at the
+        next wake-up before claiming more). Its free slots; while its event loop is late
+        (RUNNER_BUSY_LAG_SECONDS) none beyond RUNNER_BUSY_MIN_RUNS, and while it is half
+        that late, RUNNER_BUSY_MIN_RUNS at a time. A process short of CPU that started
+        every queued run would slow every one of them together (at some load, all past
+        any deadline), and a burst claimed in one round makes the loop late for seconds
+        before the lag shows it; left queued, runs wait their turn in the fair order, are
+        told their place, and another process may take them."""
         busy = self._busy_runs()
         free = self.settings.runner_max_concurrent_runs - busy
-        if free > 0 and self._loop_late():
-            free = min(free, self.settings.runner_busy_min_runs - busy)
-        return free
-
-    def _loop_late(self) -> bool:
         limit = self.settings.runner_busy_lag_seconds
-        return limit > 0 and self.deps.pace.loop_lag >= limit
+        if free <= 0 or limit <= 0:
+            return free, False
+        lag, least = self.deps.pace.loop_lag, self.settings.runner_busy_min_runs
+        if lag >= limit:
+            return min(free, least - busy), False
+        if lag >= limit / 2 and free > least:
+            return least, True
+        return free, False
 
     async def _claim_all(self) -> None:
         """Claim runs for every free slot, one statement per round."""
         while True:
-            slots = self._free_slots()
+            slots, step = self._free_slots()
             self._saturated = slots <= 0
             if self._saturated:
                 self._hand_on(set(self._queued_here))
@@ -204,6 +213,9 @@ class RunWorker:
                 execution.task = asyncio.create_task(self._execute(execution), name=f"run-{run.id}")
             if len(claimed) < slots:  # nothing more is eligible now
                 await self._forget_taken_runs()
+                return
+            if step:  # the next step once the lag probe has seen this one's load
+                asyncio.get_running_loop().call_later(STEP_PAUSE_SECONDS, self._wake.set)
                 return
 
     async def _forget_taken_runs(self) -> None:

@@ -5,8 +5,13 @@ real lag) and one run may always run."""
 
 from __future__ import annotations
 
-import pytest
+from uuid import uuid4
 
+import pytest
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from app.orchestrator.worker import RunWorker
+from app.settings import Settings
 from tests.orchestrator.claim_wakeups import LONG_POLL, waiting_run_starts_when_the_first_ends
 from tests.orchestrator.support import OrchestratorApi
 
@@ -23,3 +28,36 @@ def settings_overrides() -> dict:
 
 async def test_a_late_loop_leaves_new_runs_queued_until_a_run_ends(api: OrchestratorApi) -> None:
     await waiting_run_starts_when_the_first_ends(api, same_thread=False)
+
+
+def _worker(**settings: object) -> RunWorker:
+    values = {"database_url": "sqlite+aiosqlite:///:memory:", "runner_busy_min_runs": 4}
+    return RunWorker(Settings(**(values | settings)), async_sessionmaker())
+
+
+def _busy(worker: RunWorker, runs: int, lag: float) -> tuple[int, bool]:
+    """`_free_slots` with `runs` runs holding slots and the loop `lag` seconds late."""
+    worker.executions = {uuid4(): None for _ in range(runs)}  # type: ignore[misc]
+    worker.deps.pace.loop_lag = lag
+    return worker._free_slots()
+
+
+async def test_claims_shrink_to_steps_then_stop_as_the_loop_falls_behind() -> None:
+    worker = _worker(runner_max_concurrent_runs=100, runner_busy_lag_seconds=0.05)
+    try:
+        assert _busy(worker, 10, 0.0) == (90, False)  # keeping up: every free slot
+        assert _busy(worker, 10, 0.03) == (4, True)  # half late: a step, then look again
+        assert _busy(worker, 2, 0.05) == (2, False)  # late: up to RUNNER_BUSY_MIN_RUNS
+        assert _busy(worker, 4, 0.2)[0] <= 0  # late, with that many under way: none
+        assert _busy(worker, 99, 0.03) == (1, False)  # fewer free than a step
+    finally:
+        await worker.deps.http.aclose()
+
+
+async def test_with_the_gate_off_only_the_slots_count() -> None:
+    worker = _worker(runner_max_concurrent_runs=8, runner_busy_lag_seconds=0)
+    try:
+        assert _busy(worker, 3, 5.0) == (5, False)
+        assert _busy(worker, 8, 5.0) == (0, False)
+    finally:
+        await worker.deps.http.aclose()
