@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 from sqlalchemy import event, text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from app.settings import Settings
@@ -24,7 +24,7 @@ from tests.conftest import ApiUser
 WAITING_FOR_LOCKS = text("SELECT count(*) FROM pg_locks WHERE NOT granted")
 
 
-async def _waiting_for_locks(engine) -> int:
+async def _waiting_for_locks(engine: AsyncEngine) -> int:
     async with engine.connect() as connection:
         return int((await connection.execute(WAITING_FOR_LOCKS)).scalar_one())
 
@@ -54,7 +54,7 @@ async def test_a_statement_left_unanswered_is_503_and_its_connection_dropped(
                 assert_problem(response, 503)
                 assert int(response.headers["retry-after"]) > 0
                 assert len(dropped) == 1  # the pool will not hand that connection out again
-                # the app's waiting statement ended with its connection, not just the wait
+                # and the database no longer holds the app's statement waiting on the lock
                 for _ in range(50):
                     if await _waiting_for_locks(other) == 0:
                         break
