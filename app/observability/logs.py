@@ -2,8 +2,9 @@
 
 Litestar's `LoggingConfig` configures the root logger (so `app.*`, `litestar` and uvicorn's
 loggers all write through one handler); only the formatter changes between the formats,
-and the request-id filter sits on that handler, where records are still handled in the
-task that logged them (the queue behind it formats in another thread).
+and the request-id and query-secret filters (query_secrets.py) sit on that handler, where
+records are still handled in the task that logged them (the queue behind it formats in
+another thread).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import msgspec
 from litestar.logging.config import LoggingConfig
 
+from app.observability.query_secrets import QuerySecretFilter
 from app.observability.request_id import RequestIdFilter
 from app.settings import Settings
 
@@ -80,6 +82,7 @@ def logging_config(settings: Settings) -> LoggingConfig:
         formatters={"standard": _formatter(settings)},
         filters={
             "request_id": {"()": RequestIdFilter},
+            "query_secrets": {"()": QuerySecretFilter},
             "client_faults": {"()": ClientFaultFilter},
         },
         root={"handlers": ["queue_listener"], "level": level},
@@ -95,6 +98,6 @@ def logging_config(settings: Settings) -> LoggingConfig:
     )
     config.handlers["queue_listener"] = {
         **config.handlers["queue_listener"],
-        "filters": ["request_id"],
+        "filters": ["request_id", "query_secrets"],
     }
     return config
