@@ -139,6 +139,9 @@ def build_sqlalchemy_config(settings: Settings) -> SQLAlchemyAsyncConfig:
         # the plugin's own provider moves aside and its hook only closes the session.
         session_dependency_key=PLUGIN_SESSION_KEY,
         create_all=False,
+        # No model has a FileObject column: the listener would still inspect every
+        # flushed instance and start a task after each commit.
+        enable_file_object_listener=False,
         alembic_config=AlembicAsyncConfig(
             script_location=str(MIGRATIONS_DIR),
             script_config=str(PROJECT_ROOT / "alembic.ini"),

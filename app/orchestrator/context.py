@@ -19,6 +19,7 @@ from app.db.reads import reading
 from app.orchestrator.delta_pace import DeltaPace
 from app.orchestrator.door.profiles import load_profiles
 from app.orchestrator.llm import ModelTarget, target_for
+from app.orchestrator.loop_lag import LoopLag
 from app.settings import Settings
 from app.threads.fence import Fenced, Lease
 from app.tools.executor import ToolCallCache
@@ -65,6 +66,8 @@ class RunnerDeps:
     slot_freed: Callable[[], None] = lambda: None  # the worker claims more runs at once
     # Time between a reply's delta frames (the worker's LagProbe widens it under load).
     pace: DeltaPace = field(default_factory=lambda: DeltaPace(0.05, 0.15))
+    # How far behind the event loop is (the worker's LagProbe; its busy-loop gate reads it).
+    loop_lag: LoopLag = field(default_factory=LoopLag)
     # A write under this lease was refused (app/threads/fence.py): the worker stops its run.
     fenced: Callable[[Lease], None] = lambda lease: None
 

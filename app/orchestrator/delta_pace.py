@@ -8,34 +8,29 @@ and not tokens are the load. So when the process falls behind, each frame carrie
 text and there are fewer of them: the text arrives in bigger pieces, a little later,
 instead of everything (first tokens of new turns included) queueing behind a flood.
 
-Load is read as the event loop's lag: how late a timer wakes (`LagProbe`), smoothed.
+Load is read as the event loop's lag: how late a timer wakes (loop_lag.py), smoothed.
 Below `LAG_LOW` the window is the least, from `LAG_HIGH` on the most, linear in between.
 `DeltaPace` is pure arithmetic on what it is told, so tests drive it with made-up lags.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
+from app.orchestrator.loop_lag import smoothed
 
 LAG_LOW = 0.005  # a loop this late is busy but keeping up
 LAG_HIGH = 0.05  # this late: every frame saved matters
-SMOOTHING = 0.2  # weight of each new lag sample (~5 samples, a quarter second, to adapt)
-PROBE_SECONDS = 0.05
 
 
 class DeltaPace:
     def __init__(self, least: float, most: float) -> None:
         self.least, self.most = least, max(least, most)
         self.lag = 0.0  # smoothed, seconds, each sample capped at LAG_HIGH
-        self.loop_lag = 0.0  # smoothed, seconds, uncapped: how far behind the loop is
 
     def observe(self, lag: float) -> None:
         """One measured lag of the event loop (seconds a timer woke late). A sample counts
         at most `LAG_HIGH`: one long stall (a GC pause) moves the window a little, and
         the window narrows as soon as the loop keeps up again."""
-        self.lag += SMOOTHING * (min(max(0.0, lag), LAG_HIGH) - self.lag)
-        self.loop_lag += SMOOTHING * (max(0.0, lag) - self.loop_lag)
+        self.lag = smoothed(self.lag, min(max(0.0, lag), LAG_HIGH))
 
     @property
     def window(self) -> float:
@@ -43,28 +38,3 @@ class DeltaPace:
         share = (self.lag - LAG_LOW) / (LAG_HIGH - LAG_LOW)
         share = min(1.0, max(0.0, share))
         return self.least + share * (self.most - self.least)
-
-
-class LagProbe:
-    """Tells a `DeltaPace` how late the loop wakes a timer, every `interval` seconds.
-    `clock` and `sleep` are the loop's by default (tests pass their own)."""
-
-    def __init__(
-        self,
-        pace: DeltaPace,
-        interval: float = PROBE_SECONDS,
-        clock: Callable[[], float] | None = None,
-        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
-    ) -> None:
-        self.pace, self.interval = pace, interval
-        self.clock, self.sleep = clock, sleep
-
-    async def run(self, rounds: int | None = None) -> None:
-        """Probe until cancelled (or `rounds` times)."""
-        clock = self.clock or asyncio.get_running_loop().time
-        done = 0
-        while rounds is None or done < rounds:
-            began = clock()
-            await self.sleep(self.interval)
-            self.pace.observe(clock() - began - self.interval)
-            done += 1

@@ -28,7 +28,8 @@ from app.db.models import Run
 from app.observability import metrics
 from app.orchestrator import lease_clock, notify, runs
 from app.orchestrator.context import RunnerDeps
-from app.orchestrator.delta_pace import DeltaPace, LagProbe
+from app.orchestrator.delta_pace import DeltaPace
+from app.orchestrator.loop_lag import LagProbe
 from app.orchestrator.queue_places import QueuePlaces
 from app.orchestrator.runner import RunExecution
 from app.settings import Settings
@@ -37,7 +38,7 @@ from app.threads.fence import Lease
 logger = logging.getLogger(__name__)
 
 
-# Between two steps of claims on a busy loop: a few lag probes (delta_pace.PROBE_SECONDS).
+# Between two steps of claims on a busy loop: a few lag probes (loop_lag.PROBE_SECONDS).
 STEP_PAUSE_SECONDS = 0.15
 
 
@@ -89,11 +90,12 @@ class RunWorker:
         )
         metrics.watch_delta_window(lambda: self.deps.pace.window)
         metrics.watch_loop_lag(
-            lambda: self.deps.pace.loop_lag, self.settings.runner_busy_lag_seconds
+            lambda: self.deps.loop_lag.seconds, self.settings.runner_busy_lag_seconds
         )
         self._loop_task = asyncio.create_task(self._run_loop(), name="run-worker")
         self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name="run-heartbeat")
-        self._lag_task = asyncio.create_task(LagProbe(self.deps.pace).run(), name="run-lag")
+        probe = LagProbe(self.deps.pace.observe, self.deps.loop_lag.observe)
+        self._lag_task = asyncio.create_task(probe.run(), name="run-lag")
 
     async def stop(self) -> None:
         self._stopping = True
@@ -176,7 +178,7 @@ class RunWorker:
         limit = self.settings.runner_busy_lag_seconds
         if free <= 0 or limit <= 0:
             return free, False
-        lag, least = self.deps.pace.loop_lag, self.settings.runner_busy_min_runs
+        lag, least = self.deps.loop_lag.seconds, self.settings.runner_busy_min_runs
         if lag >= limit:
             return min(free, least - busy), False
         if lag >= limit / 2 and free > least:

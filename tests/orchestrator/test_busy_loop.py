@@ -38,7 +38,7 @@ def _worker(**settings: object) -> RunWorker:
 def _busy(worker: RunWorker, runs: int, lag: float) -> tuple[int, bool]:
     """`_free_slots` with `runs` runs holding slots and the loop `lag` seconds late."""
     worker.executions = {uuid4(): None for _ in range(runs)}  # type: ignore[misc]
-    worker.deps.pace.loop_lag = lag
+    worker.deps.loop_lag.seconds = lag
     return worker._free_slots()
 
 

@@ -7,7 +7,8 @@ import itertools
 
 import pytest
 
-from app.orchestrator.delta_pace import LAG_HIGH, LAG_LOW, DeltaPace, LagProbe
+from app.orchestrator.delta_pace import LAG_HIGH, LAG_LOW, DeltaPace
+from app.orchestrator.loop_lag import LagProbe, LoopLag
 
 
 def settled(pace: DeltaPace, lag: float, rounds: int = 200) -> float:
@@ -58,24 +59,30 @@ class FakeClock:
         self.now += seconds + self.late
 
 
-async def test_the_probe_feeds_the_timer_lateness_to_the_pace() -> None:
-    pace = DeltaPace(0.05, 0.15)
+async def test_the_probe_feeds_the_timer_lateness_to_the_pace_and_the_loop_lag() -> None:
+    pace, loop_lag = DeltaPace(0.05, 0.15), LoopLag()
     clock = FakeClock(late=LAG_HIGH)
-    await LagProbe(pace, interval=0.05, clock=clock, sleep=clock.sleep).run(rounds=200)
+    probe = LagProbe(pace.observe, loop_lag.observe, interval=0.05, clock=clock, sleep=clock.sleep)
+    await probe.run(rounds=200)
     assert pace.lag == pytest.approx(LAG_HIGH)
     assert pace.window == pytest.approx(0.15)
+    assert loop_lag.seconds == pytest.approx(LAG_HIGH)
     clock.late = 0.0
-    await LagProbe(pace, interval=0.05, clock=clock, sleep=clock.sleep).run(rounds=200)
+    await probe.run(rounds=200)
     assert pace.window == pytest.approx(0.05)
+    assert loop_lag.seconds == pytest.approx(0.0)
 
 
 def test_the_loop_lag_follows_the_loop_however_late() -> None:
     """What the runner reads to stop claiming (RUNNER_BUSY_LAG_SECONDS) is not capped
     where the window stops widening: a loop a second behind reads as a second."""
-    pace = DeltaPace(0.05, 0.15)
-    assert pace.loop_lag == 0.0
-    settled(pace, 1.0)
-    assert pace.loop_lag == pytest.approx(1.0)
+    pace, loop_lag = DeltaPace(0.05, 0.15), LoopLag()
+    assert loop_lag.seconds == 0.0
+    for _ in range(200):
+        pace.observe(1.0)
+        loop_lag.observe(1.0)
+    assert loop_lag.seconds == pytest.approx(1.0)
     assert pace.lag == pytest.approx(LAG_HIGH)
-    settled(pace, 0.001)
-    assert pace.loop_lag == pytest.approx(0.001)
+    for _ in range(200):
+        loop_lag.observe(0.001)
+    assert loop_lag.seconds == pytest.approx(0.001)

@@ -1,0 +1,58 @@
+"""How far behind the event loop is: how late it wakes a timer, smoothed.
+
+One probe task sleeps `PROBE_SECONDS` again and again and tells each observer how much
+later than asked it woke. Two read it: the delta window (delta_pace.py: fewer, fuller
+frames on a busy loop) and the busy-loop gate (worker.py: no more runs claimed while the
+loop is late), which reads `LoopLag`, the plain smoothed lag, also in /metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+SMOOTHING = 0.2  # weight of each new sample (~5 samples, a quarter second, to adapt)
+PROBE_SECONDS = 0.05
+
+Observer = Callable[[float], None]
+
+
+def smoothed(previous: float, sample: float) -> float:
+    return previous + SMOOTHING * (sample - previous)
+
+
+class LoopLag:
+    """The loop's lag in seconds, smoothed, however late a wake-up was."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def observe(self, lag: float) -> None:
+        self.seconds = smoothed(self.seconds, max(0.0, lag))
+
+
+class LagProbe:
+    """Tells its observers how late the loop wakes a timer, every `interval` seconds.
+    `clock` and `sleep` are the loop's by default (tests pass their own)."""
+
+    def __init__(
+        self,
+        *observers: Observer,
+        interval: float = PROBE_SECONDS,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
+        self.observers, self.interval = observers, interval
+        self.clock, self.sleep = clock, sleep
+
+    async def run(self, rounds: int | None = None) -> None:
+        """Probe until cancelled (or `rounds` times)."""
+        clock = self.clock or asyncio.get_running_loop().time
+        done = 0
+        while rounds is None or done < rounds:
+            began = clock()
+            await self.sleep(self.interval)
+            lag = clock() - began - self.interval
+            for observe in self.observers:
+                observe(lag)
+            done += 1
