@@ -28,30 +28,34 @@ from tests.support.processes import free_port, until, wait_ready
 from tests.support.sync_db import seed_user
 
 
-def start(port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def start(url: str, log: Path, **env: str) -> tuple[subprocess.Popen[bytes], int]:
+    """A server on `url` (no runner) writing its output to `log`, with `env` on top of
+    ours; and its port."""
+    port = free_port()
+    environment = {**os.environ, "DATABASE_URL": url, "RUNNER_ENABLED": "0", **env}
     with log.open("wb") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "app:create_app", "--factory", "--port", str(port)],
+        command = [sys.executable, "-m", "uvicorn", "app:create_app", "--factory"]
+        process = subprocess.Popen(
+            [*command, "--port", str(port)],
             cwd=PROJECT_ROOT,
-            env=env,
+            env=environment,
             stdout=out,
             stderr=subprocess.STDOUT,
         )
+    return process, port
 
 
 async def test_json_log_lines_carry_the_request_id(tmp_path: Path) -> None:
     url = sqlite_url(tmp_path)
     migrate(url)
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "RUNNER_ENABLED": "0",
-        "LOG_FORMAT": "json",
-        "REDIS_URL": "redis://127.0.0.1:1/0",  # unreachable: readiness logs a warning
-        "CHANNELS_PREFIX": "test-logs:",
-    }
-    log, port = tmp_path / "server.log", free_port()
-    process = start(port, env, log)
+    log = tmp_path / "server.log"
+    process, port = start(
+        url,
+        log,
+        LOG_FORMAT="json",
+        REDIS_URL="redis://127.0.0.1:1/0",  # unreachable: readiness logs a warning
+        CHANNELS_PREFIX="test-logs:",
+    )
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
             await wait_ready(http)
@@ -94,9 +98,8 @@ async def test_an_invalid_utf8_frame_is_one_warning_line_without_a_traceback(
     url, token = sqlite_url(tmp_path), "tc_logs_utf8_token_not_secret"
     migrate(url)
     await asyncio.to_thread(seed_user, url, "utf8@example.com", "pw-not-used-here", token)
-    env = {**os.environ, "DATABASE_URL": url, "RUNNER_ENABLED": "0", "LOG_FORMAT": "json"}
-    log, port = tmp_path / "server.log", free_port()
-    process = start(port, env, log)
+    log = tmp_path / "server.log"
+    process, port = start(url, log, LOG_FORMAT="json")
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
             await wait_ready(http)
@@ -129,9 +132,8 @@ async def test_the_bundled_mcp_server_leaves_the_apps_log_lines_alone(tmp_path: 
     waiting for that line waited forever)."""
     url = sqlite_url(tmp_path)
     migrate(url)
-    env = {**os.environ, "DATABASE_URL": url, "RUNNER_ENABLED": "0", "MCP_DEMO_SERVER": "1"}
-    log, port = tmp_path / "server.log", free_port()
-    process = start(port, env, log)
+    log = tmp_path / "server.log"
+    process, port = start(url, log, MCP_DEMO_SERVER="1")
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
             await wait_ready(http)
@@ -209,14 +211,8 @@ async def test_a_socket_token_in_the_url_is_not_logged(tmp_path: Path) -> None:
     url, token = sqlite_url(tmp_path), "tc_logs_query_token_must_not_be_logged"
     migrate(url)
     await asyncio.to_thread(seed_user, url, "query@example.com", "pw-not-used-here", token)
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "RUNNER_ENABLED": "0",
-        "LITELLM_DISABLE_REDACT_SECRETS": "true",
-    }
-    log, port = tmp_path / "server.log", free_port()
-    process = start(port, env, log)
+    log = tmp_path / "server.log"
+    process, port = start(url, log, LITELLM_DISABLE_REDACT_SECRETS="true")
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
             await wait_ready(http)
