@@ -67,6 +67,9 @@ class RunWorker:
         # (notify.relay) if this one cannot claim them at once.
         self._queued_here: set[UUID] = set()
         self._saturated = False
+        # Whether the last claim stopped at a step (worker._free_slots): runs may be left
+        # waiting though slots are free, and are told their place like on a full house.
+        self._stepping = False
         self._places = QueuePlaces(self.deps.read_sessions)  # told to runs queued here
         self._loop_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -141,7 +144,8 @@ class RunWorker:
             self._wake.clear()
             try:
                 await self._claim_all()
-                if self._saturated and self._places.due(loop.time()):
+                waiting = self._saturated or self._stepping
+                if waiting and self._places.due(loop.time()):
                     await self._places.tell()
                 now = loop.time()
                 if self.executions and now >= next_renew - poll:
@@ -187,6 +191,7 @@ class RunWorker:
 
     async def _claim_all(self) -> None:
         """Claim runs for every free slot, one statement per round."""
+        self._stepping = False
         while True:
             slots, step = self._free_slots()
             self._saturated = slots <= 0
@@ -217,6 +222,7 @@ class RunWorker:
                 await self._forget_taken_runs()
                 return
             if step:  # the next step once the lag probe has seen this one's load
+                self._stepping = True
                 asyncio.get_running_loop().call_later(STEP_PAUSE_SECONDS, self._wake.set)
                 return
 

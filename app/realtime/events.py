@@ -50,8 +50,9 @@ class ToolOutputFrame(Frame, tag="tool_output"):
 class RunFrame(Frame, tag="run"):
     """A run's status changed (also sent once after `subscribed`: the thread's latest run).
 
-    `position`: the run is `queued` and every runner slot is taken; it is this far back
-    in line (1: next), fairly across users; sent again as it moves up. null otherwise.
+    `position`: the run is `queued` and waits for a runner slot (all taken, or the server
+    short of CPU); it is this far back in line (1: next), fairly across users; sent again
+    as it moves up. null otherwise.
     """
 
     thread_id: UUID

@@ -1,19 +1,23 @@
 """A process whose event loop runs late claims no run beyond RUNNER_BUSY_MIN_RUNS, though
 it has slots free: the run stays queued (handed on to the other processes) and starts
 once a run of this process ends. Here every lag counts as late (a limit far below any
-real lag) and one run may always run."""
+real lag) and one run may always run. Half as late, it claims in steps, and a run left
+between two steps is told its place like on a full house."""
 
 from __future__ import annotations
 
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from app.orchestrator import notify, worker
 from app.orchestrator.worker import RunWorker
+from app.realtime.events import RunFrame
 from app.settings import Settings
 from tests.orchestrator.claim_wakeups import LONG_POLL, waiting_run_starts_when_the_first_ends
 from tests.orchestrator.support import OrchestratorApi
+from tests.support.fake_llm import Call, ToolCalls
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +32,41 @@ def settings_overrides() -> dict:
 
 async def test_a_late_loop_leaves_new_runs_queued_until_a_run_ends(api: OrchestratorApi) -> None:
     await waiting_run_starts_when_the_first_ends(api, same_thread=False)
+
+
+class HalfLate:
+    """A loop lag held at three quarters of RUNNER_BUSY_LAG_SECONDS: claims go in steps."""
+
+    def __init__(self, limit: float) -> None:
+        self.seconds = limit * 0.75
+
+
+async def test_a_run_left_between_two_steps_is_told_its_place(
+    api: OrchestratorApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner: RunWorker = api.app.state.run_worker
+    monkeypatch.setattr(runner.deps, "loop_lag", HalfLate(runner.settings.runner_busy_lag_seconds))
+    monkeypatch.setattr(worker, "STEP_PAUSE_SECONDS", 30.0)  # no next step during the test
+    api.llm.script(ToolCalls(Call("test_slow", {"action": "wait", "seconds": 60})))
+    threads = [await api.new_thread(), await api.new_thread()]
+    # Both runs reach the runner in one wake-up, as in a burst of posts.
+    notify.remove_listener(runner._on_notify)
+    try:
+        posted = [(await api.post(t, "go")).json()["run"]["id"] for t in threads]
+    finally:
+        notify.add_listener(runner._on_notify)
+    for run_id in posted:
+        runner._on_notify("queued", UUID(run_id), True)
+
+    def told(frame: object) -> bool:
+        return isinstance(frame, RunFrame) and frame.position is not None
+
+    frame = await api.frames.wait_for(told, timeout=3)
+    assert isinstance(frame, RunFrame)
+    claimed = [run_id for run_id in posted if UUID(run_id) in runner.executions]
+    assert len(claimed) == 1  # one step: one run
+    [left] = set(posted) - set(claimed)
+    assert (str(frame.run.id), frame.run.status, frame.position) == (left, "queued", 1)
 
 
 def _worker(**settings: object) -> RunWorker:
