@@ -21,7 +21,7 @@ from app.db.models import McpConnection, McpOAuthState
 from app.lib.time import utcnow
 from app.settings import Settings
 from app.tools.mcp.config import McpServerSpec
-from app.tools.mcp.oauth_discovery import OAuthUnavailable, discover
+from app.tools.mcp.oauth_discovery import Challenge, OAuthUnavailable, discover
 from tests.conftest import make_api_user
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
@@ -192,3 +192,32 @@ async def test_discovery_reaches_private_hosts_only_when_allowed(world: OAuthWor
     found = await discover(Settings(mcp_oauth_allow_hosts=("127.0.0.1",)), spec)
     assert str(found.metadata.issuer).rstrip("/") == world.issuer
     assert found.scope == "notes" and found.resource == world.mcp.url
+
+
+async def test_discovery_follows_the_servers_refusal_to_its_metadata() -> None:
+    """A server whose metadata is not at the well-known places says where it is when it
+    refuses a request without a token (WWW-Authenticate: Bearer resource_metadata=…)."""
+    allowed = Settings(mcp_oauth_allow_hosts=("127.0.0.1",))
+    with oauth_world(relocated=True) as world:
+        spec = McpServerSpec(name="notes", url=world.mcp.url, per_user=True)
+        async with httpx.AsyncClient() as http:  # nothing at the well-known places
+            base = world.mcp.url.removesuffix("/mcp")
+            for path in (
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource",
+            ):
+                assert (await http.get(base + path)).status_code == 404
+        found = await discover(allowed, spec)
+    assert str(found.metadata.issuer).rstrip("/") == world.issuer
+    assert found.scope == "notes" and found.resource == world.mcp.url
+
+
+def test_a_refusal_names_the_metadata_and_the_scope_to_ask_for() -> None:
+    header = (
+        'Bearer error="insufficient_scope", scope="notes files:read", '
+        'resource_metadata="https://mcp.example.com/meta/resource"'
+    )
+    assert Challenge.parse(403, header) == Challenge(
+        "https://mcp.example.com/meta/resource", "notes files:read"
+    )
+    assert Challenge.parse(401, None) == Challenge()

@@ -7,6 +7,7 @@ names the authorization server) and has a tool saying whose token it got."""
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Iterator
@@ -22,12 +23,14 @@ from mcp.server.auth.provider import (
     RefreshToken,
     construct_redirect_uri,
 )
-from mcp.server.auth.routes import create_auth_routes
+from mcp.server.auth.routes import build_resource_metadata_url, create_auth_routes
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.tools.mcp.demo_server import RunningServer, free_socket, serve_in_thread
 
@@ -143,8 +146,39 @@ class OAuthWorld:
     auth: RunningServer
 
 
+RELOCATED_METADATA = "/meta/notes-resource"
+
+
+def relocate_metadata(app: ASGIApp, base: str) -> ASGIApp:
+    """The SDK's app with its protected-resource metadata moved off the well-known places
+    (404 there) to RELOCATED_METADATA, which only its refusals' WWW-Authenticate names,
+    as a server behind a gateway may do (RFC 9728 §5.1)."""
+    hint = f'resource_metadata="{base}{RELOCATED_METADATA}"'.encode()
+    inner = build_resource_metadata_url(AnyHttpUrl(f"{base}/mcp")).path or ""
+
+    async def moved(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        if scope["path"].startswith("/.well-known/"):
+            return await PlainTextResponse("Not here.", 404)(scope, receive, send)
+        if scope["path"] == RELOCATED_METADATA:
+            scope = {**scope, "path": inner, "raw_path": inner.encode()}
+
+        async def send_hint(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [
+                    (k, re.sub(rb'resource_metadata="[^"]*"', hint, v)) for k, v in message["headers"]
+                ]}  # fmt: skip
+            await send(message)
+
+        await app(scope, receive, send_hint)
+
+    return moved
+
+
 @contextmanager
-def oauth_world() -> Iterator[OAuthWorld]:
+def oauth_world(relocated: bool = False) -> Iterator[OAuthWorld]:
+    """With `relocated`, the MCP server's metadata is where only its refusals say."""
     authority = MemoryAuthority()
     auth_sock, mcp_sock = free_socket(), free_socket()
     issuer = f"http://127.0.0.1:{auth_sock.getsockname()[1]}"
@@ -157,7 +191,10 @@ def oauth_world() -> Iterator[OAuthWorld]:
     )
     auth = serve_in_thread(Starlette(routes=routes), sock=auth_sock)
     protected = build_protected_server(authority, issuer, mcp_url)
-    mcp = serve_in_thread(protected.streamable_http_app(stateless_http=True), sock=mcp_sock)
+    mcp_app = protected.streamable_http_app(stateless_http=True)
+    if relocated:
+        mcp_app = relocate_metadata(mcp_app, mcp_url.removesuffix("/mcp"))
+    mcp = serve_in_thread(mcp_app, sock=mcp_sock)
     try:
         yield OAuthWorld(authority, issuer, mcp, auth)
     finally:

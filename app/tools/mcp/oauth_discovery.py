@@ -1,5 +1,6 @@
 """Where a per-user MCP server's users authorize: its RFC 9728 protected-resource metadata
-names the authorization server, whose RFC 8414 metadata names the endpoints; the app's
+(where the server's refusal of a request without a token points, `WWW-Authenticate:
+Bearer resource_metadata=…`, else at the well-known places) names the authorization server, whose RFC 8414 metadata names the endpoints; the app's
 client there is the configured `oauth_client_id` or one it registers (RFC 7591).
 
 The documents are parsed with the SDK's models (`mcp.shared.auth`) and the URLs to try
@@ -19,9 +20,12 @@ from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import urlsplit
 
+import httpx
 from mcp.client.auth.utils import (
     build_oauth_authorization_server_metadata_discovery_urls,
     build_protected_resource_metadata_discovery_urls,
+    extract_resource_metadata_from_www_auth,
+    extract_scope_from_www_auth,
     get_client_metadata_scopes,
     issuers_match,
 )
@@ -32,6 +36,7 @@ from mcp.shared.auth import (
     ProtectedResourceMetadata,
 )
 from mcp.shared.auth_utils import check_resource_allowed
+from mcp.types import LATEST_PROTOCOL_VERSION
 from pydantic import BaseModel, ValidationError
 
 from app.settings import Settings
@@ -94,9 +99,55 @@ async def _documents(
         yield found
 
 
+@dataclass(frozen=True)
+class Challenge:
+    """What the MCP server's refusal of a request without a token says (RFC 9728 §5.1,
+    RFC 6750 §3): where its protected-resource metadata is, and the scope to ask for."""
+
+    resource_metadata: str | None = None
+    scope: str | None = None
+
+    @classmethod
+    def parse(cls, status: int, header: str | None) -> Challenge:
+        if header is None:
+            return cls()
+        refusal = httpx.Response(status, headers={"WWW-Authenticate": header})
+        return cls(
+            extract_resource_metadata_from_www_auth(refusal), extract_scope_from_www_auth(refusal)
+        )
+
+
+# The request a client starts with (MCP lifecycle): what the server refuses without a token.
+INITIALIZE = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LATEST_PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": CLIENT_NAME, "version": "1"},
+        },
+    }
+).encode()
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+async def _challenge(fetcher: SafeFetcher, url: str) -> Challenge:
+    """The server's answer to a request without a token: its hints, if it refused it."""
+    try:
+        page = await fetcher.post(url, headers=MCP_HEADERS, content=INITIALIZE)
+    except (FetchFailed, FetchBlocked, ValueError):
+        return Challenge()  # the well-known places are still tried
+    if page.status not in (401, 403):
+        return Challenge()
+    return Challenge.parse(page.status, page.challenge)
+
+
 async def discover(settings: Settings, spec: McpServerSpec) -> Discovered:
     own = oauth_fetcher(settings, urlsplit(spec.url).hostname or "")
-    resource = await _protected_resource(own, spec.url)
+    challenge = await _challenge(own, spec.url)
+    resource = await _protected_resource(own, spec.url, challenge.resource_metadata)
     issuer = str(resource.authorization_servers[0])
     metadata = await _authorization_server(oauth_fetcher(settings), issuer, spec.url)
     methods = metadata.code_challenge_methods_supported
@@ -105,13 +156,17 @@ async def discover(settings: Settings, spec: McpServerSpec) -> Discovered:
     scope = (
         " ".join(spec.oauth_scopes)
         if spec.oauth_scopes is not None
-        else get_client_metadata_scopes(None, resource, metadata, GRANTS)
+        else get_client_metadata_scopes(challenge.scope, resource, metadata, GRANTS)
     )
     return Discovered(metadata, str(resource.resource), scope)
 
 
-async def _protected_resource(fetcher: SafeFetcher, url: str) -> ProtectedResourceMetadata:
-    candidates = build_protected_resource_metadata_discovery_urls(None, url)
+async def _protected_resource(
+    fetcher: SafeFetcher, url: str, hint: str | None
+) -> ProtectedResourceMetadata:
+    """The server's metadata: where its refusal said (`hint`; on another host, only if
+    MCP_OAUTH_ALLOW_HOSTS allows it), else at the RFC 9728 well-known places."""
+    candidates = build_protected_resource_metadata_discovery_urls(hint, url)
     async for found in _documents(fetcher, candidates, ProtectedResourceMetadata):
         if not check_resource_allowed(url, str(found.resource)):
             raise OAuthUnavailable("its protected-resource metadata names another resource")

@@ -74,6 +74,7 @@ class RawPage:
     encoding: str | None
     truncated: bool
     redirects: list[str] = field(default_factory=list)
+    challenge: str | None = None  # WWW-Authenticate of a 401/403 (an MCP server's OAuth hints)
 
 
 class SafeFetcher:
@@ -208,6 +209,7 @@ class SafeFetcher:
                     body=body,
                     encoding=response.charset_encoding,
                     truncated=truncated,
+                    challenge=response.headers.get("www-authenticate"),
                 )
         except httpx.TimeoutException:
             raise FetchTimedOut(f"{target.host} took too long to answer.") from None
