@@ -27,10 +27,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import direct
+from app.db import clock, direct
 from app.db.models import Run, RunStatus, ThreadMessage, runner_heartbeats
 from app.lib.time import utcnow
-from app.orchestrator import lease_clock, queue_order
+from app.orchestrator import queue_order
 from app.threads import activity as cell
 from app.threads import changes, repository
 from app.threads import plan as plan_cell
@@ -94,7 +94,7 @@ async def claim_runs(
     one is queued or running (nor claimed beside it: eligibility is judged on the rows as
     they were before this statement). Fewer than `slots` back: nothing more is eligible.
     """
-    now = lease_clock.now()
+    now = clock.now()
     expires = now + timedelta(seconds=lease_seconds)
     params = {"owner": owner, "expires": expires, "now": now, "slots": slots}
     rows = await direct.execute(session, _claim_statement(postgres, fair), params)
@@ -150,7 +150,7 @@ async def renew_leases(
             Run.lease_owner == owner,
             Run.status == RunStatus.RUNNING.value,
         )
-        .values(lease_expires_at=lease_clock.now() + timedelta(seconds=lease_seconds))
+        .values(lease_expires_at=clock.now() + timedelta(seconds=lease_seconds))
         .returning(Run.id, Run.cancel_requested)
         .execution_options(synchronize_session=False)
     )
@@ -322,7 +322,7 @@ async def expire_leases(session: AsyncSession, owners: list[str]) -> None:
     await session.execute(
         update(Run)
         .where(Run.status == RunStatus.RUNNING.value, Run.lease_owner.in_(owners))
-        .values(lease_expires_at=lease_clock.now())
+        .values(lease_expires_at=clock.now())
         .execution_options(synchronize_session=False)
     )
 
@@ -335,7 +335,7 @@ async def reap_expired_runs(session: AsyncSession) -> list[Run]:
     run for exactly one reaper.
     """
     return await _fail_running(
-        session, Run.lease_expires_at <= lease_clock.now(), LEASE_EXPIRED, INTERRUPTED
+        session, Run.lease_expires_at <= clock.now(), LEASE_EXPIRED, INTERRUPTED
     )
 
 

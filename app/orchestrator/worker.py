@@ -24,9 +24,10 @@ from uuid import UUID, uuid4
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.db import clock
 from app.db.models import Run
 from app.observability import metrics
-from app.orchestrator import lease_clock, notify, runs
+from app.orchestrator import notify, runs
 from app.orchestrator.context import RunnerDeps
 from app.orchestrator.delta_pace import DeltaPace
 from app.orchestrator.loop_lag import LagProbe
@@ -321,8 +322,8 @@ class RunWorker:
             logger.warning("run %s: its process stopped responding, marked failed", run.id)
 
     async def _reap(self) -> None:
-        if self._postgres:  # judge leases on the database's clock (app/orchestrator/lease_clock.py)
-            await self.deps.write(lease_clock.synchronize)
+        if self._postgres:  # judge leases on the database's clock (app/db/clock.py)
+            await self.deps.write(clock.synchronize)
         reaped = await self.deps.write(runs.reap_expired_runs)
         for run in reaped:
             logger.warning("run %s: lease expired, marked failed (interrupted)", run.id)

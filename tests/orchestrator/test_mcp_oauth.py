@@ -5,6 +5,7 @@ authorization server (both the official SDK's, on sockets; tests/support/mcp_oau
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Iterator
 from datetime import timedelta
@@ -17,11 +18,14 @@ import yaml
 from cryptography.fernet import Fernet
 from sqlalchemy import func, select, update
 
+from app.db import clock
 from app.db.models import McpConnection, McpOAuthState
 from app.lib.time import utcnow
 from app.settings import Settings
+from app.tools.mcp import oauth_refresh
 from app.tools.mcp.config import McpServerSpec
 from app.tools.mcp.oauth_discovery import Challenge, OAuthUnavailable, discover
+from app.tools.mcp.vault import Vault
 from tests.conftest import make_api_user
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
@@ -139,6 +143,48 @@ async def test_connect_call_refresh_and_revoke(api: OrchestratorApi, world: OAut
     assert not [t for t in world.authority.access.values() if f"you are {t.subject}" == subject]
     cell = await _whoami(api)
     assert cell["error_type"] == "permission_error" and "not connected" in cell["error"]
+
+
+async def _expire(api: OrchestratorApi, world: OAuthWorld, claimed_for: float) -> McpConnection:
+    """The access token expired (there and here), and the row claimed for a refresh
+    `claimed_for` seconds more (as another process does; < 0: a claim left to lapse)."""
+    world.authority.expire_access_tokens()
+    claim = clock.now() + timedelta(seconds=claimed_for)
+    await api.db.execute(
+        update(McpConnection).values(expires_at=utcnow(), refresh_claimed_until=claim)
+    )
+    await api.db.commit()
+    return (await api.db.execute(select(McpConnection))).scalar_one()
+
+
+async def test_one_refresh_across_processes(
+    api: OrchestratorApi, world: OAuthWorld, session_factory
+) -> None:
+    """While another process refreshes the grant (its claim on the row), a call here waits
+    for that process's token rather than spend the refresh token a second time; a claim
+    whose holder died lapses, and the next call refreshes."""
+    await _connect(api)
+    subject = (await _whoami(api))["data"]["text"]
+    row = await _expire(api, world, claimed_for=60)
+    before = world.authority.refreshed
+    call = asyncio.create_task(_whoami(api))
+    await asyncio.sleep(1)  # the call waits on the claim
+    assert not call.done() and world.authority.refreshed == before
+    settings = api.app.state.settings
+    vault = Vault(settings.mcp_token_key)
+    # the other process's refresh ends: its token stored, its claim released
+    assert await oauth_refresh._refresh(session_factory, settings, row, vault)
+    cell = await call
+    assert cell["status"] == "success" and cell["data"]["text"] == subject
+    assert world.authority.refreshed == before + 1
+
+    await _expire(api, world, claimed_for=-1)  # its holder is gone
+    cell = await _whoami(api)
+    assert cell["status"] == "success" and cell["data"]["text"] == subject
+    assert world.authority.refreshed == before + 2
+    row = (await api.db.execute(select(McpConnection))).scalar_one()
+    await api.db.refresh(row)
+    assert row.refresh_claimed_until is None
 
 
 async def test_a_users_tokens_serve_their_runs_alone(api: OrchestratorApi) -> None:

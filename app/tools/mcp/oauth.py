@@ -5,7 +5,7 @@
     callback (GET /api/mcp/oauth/callback?code&state)   the row, found by the state's
       digest, deleted as it is read (single use, expiring), binds the code to its user;
       the code is exchanged, the token checked on the server and stored sealed
-    a call (`bearer`)              an expired access token is refreshed first
+    a call (oauth_refresh.bearer)  an expired access token is refreshed first
 
 The state is 256 random bits and only its SHA-256 is stored; the verifier, the client
 secret and the tokens are sealed with MCP_TOKEN_KEY. Nothing here logs a secret.
@@ -13,7 +13,6 @@ secret and the tokens are sealed with MCP_TOKEN_KEY. Nothing here logs a secret.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import secrets
 from datetime import datetime, timedelta
@@ -23,8 +22,8 @@ from uuid import UUID
 import msgspec
 from mcp.client.auth import PKCEParameters
 from mcp.client.auth.utils import issuers_match
-from sqlalchemy import delete, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy import delete
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import McpConnection, McpOAuthState
 from app.lib.problems import ProblemException
@@ -45,7 +44,6 @@ from app.tools.mcp.oauth_tokens import Grant, TokenRefused
 from app.tools.mcp.vault import Vault
 
 STATE_TTL_SECONDS = 600  # time to sign in at the authorization server
-REFRESH_MARGIN_SECONDS = 30  # a token this close to expiring is refreshed before a call
 
 
 class Pending(msgspec.Struct, kw_only=True):
@@ -196,60 +194,6 @@ async def exchange(
         raise ProblemException(503, f"The code could not be exchanged: {why}.") from None
     grant = msgspec.structs.replace(pending.grant, refresh_token=token.refresh_token)
     return token.access_token, grant, oauth_tokens.expiry(token)
-
-
-# (user, server) -> the lock one process's refreshes take: a rotated refresh token is
-# spent by the first refresh, so a second one at the same moment would be refused.
-_refreshing: dict[tuple[UUID, str], asyncio.Lock] = {}
-
-
-async def bearer(
-    sessions: async_sessionmaker[AsyncSession],
-    settings: Settings,
-    user_id: UUID,
-    server: str,
-    vault: Vault,
-    *,
-    refused: bool = False,
-) -> str | None:
-    """The user's access token for `server`, refreshed first when it has expired (or, with
-    `refused`, because the server refused it: expired early, clocks apart); None: not
-    connected, sealed with another key, or the refresh was refused (reconnect)."""
-    lock = _refreshing.setdefault((user_id, server), asyncio.Lock())
-    query = select(McpConnection).where(
-        McpConnection.user_id == user_id, McpConnection.server == server
-    )
-    async with lock:
-        async with sessions() as session:
-            row = (await session.execute(query)).scalar_one_or_none()
-        if row is None:
-            return None
-        soon = utcnow() + timedelta(seconds=REFRESH_MARGIN_SECONDS)
-        fresh_enough = row.expires_at is None or row.expires_at > soon
-        if row.oauth_ciphertext is None or (fresh_enough and not refused):
-            return None if refused else vault.open(row.token_ciphertext)
-        sealed = vault.open(row.oauth_ciphertext)
-        if sealed is None:
-            return None
-        grant = msgspec.json.decode(sealed, type=Grant)
-        try:  # no database connection is held while the authorization server answers
-            fresh = await oauth_tokens.refresh(settings, grant)
-        except (TokenRefused, OAuthUnavailable):
-            return None
-        refresh_token = fresh.refresh_token or grant.refresh_token
-        grant = msgspec.structs.replace(grant, refresh_token=refresh_token)
-        async with sessions() as session:
-            await session.execute(
-                update(McpConnection)
-                .where(McpConnection.id == row.id)
-                .values(
-                    token_ciphertext=vault.seal(fresh.access_token),
-                    oauth_ciphertext=vault.seal(msgspec.json.encode(grant).decode()),
-                    expires_at=oauth_tokens.expiry(fresh),
-                )
-            )
-            await session.commit()
-        return fresh.access_token
 
 
 async def revoke(settings: Settings, row: McpConnection, vault: Vault | None) -> None:

@@ -159,7 +159,7 @@ class McpTool(Tool):
         if watch.denied != 401 or not self.spec.per_user or asking.asked:
             return None
         from app.tools.mcp.connections import vault_or_none
-        from app.tools.mcp.oauth import bearer
+        from app.tools.mcp.oauth_refresh import bearer
 
         vault = vault_or_none(ctx.settings.mcp_token_key)
         if vault is None:
@@ -230,7 +230,7 @@ async def bearer_for(ctx: ToolContext, spec: McpServerSpec) -> str | ToolResult:
     """The run's user's own token for a per-user server: only that user's runs use it
     (an expired OAuth access token is refreshed first)."""
     from app.tools.mcp.connections import OFF, vault_or_none
-    from app.tools.mcp.oauth import bearer
+    from app.tools.mcp.oauth_refresh import bearer
 
     vault = vault_or_none(ctx.settings.mcp_token_key)
     if vault is None:
