@@ -7,7 +7,9 @@ into the future, SKIP LOCKED on PostgreSQL), so two processes never send it at o
 The claim is also a fence: a sender sends only before its claim lapses, and records the
 outcome with an UPDATE conditional on the claim still being its own (the delivery still
 pending, its next attempt still the claim's time): a sender that was paused or cut off
-past its claim, while another process claimed the delivery again, writes nothing.
+past its claim, while another process claimed the delivery again, writes nothing. Claims
+are stamped and judged on the database's clock (app/db/clock.py): a host whose clock runs
+ahead would otherwise take another's live claim for lapsed and send the push twice.
 Outcomes: sent; 429/5xx/connection error -> retried with backoff up to
 PUSH_MAX_ATTEMPTS; 410 Unregistered or BadDeviceToken -> the device (or Live Activity)
 is forgotten; anything else -> failed.
@@ -24,6 +26,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.db import clock
 from app.db.models import PushDelivery
 from app.lib.time import utcnow
 from app.observability import metrics
@@ -84,6 +87,7 @@ class PushSender:
                 await self._task
 
     async def _run(self) -> None:
+        await self._synchronize_clock()
         while True:
             timeout = self._settings.push_poll_seconds
             with contextlib.suppress(TimeoutError):
@@ -109,7 +113,7 @@ class PushSender:
         return fanned == repository.BATCH or len(claimed) == repository.BATCH
 
     async def _claim(self) -> tuple[list[PushDelivery], datetime]:
-        now = utcnow()
+        now = clock.now()
         params = {"now": now, "lease": now + timedelta(seconds=CLAIM_SECONDS)}
         async with self._sessions() as session:
             claimed = list(
@@ -119,7 +123,7 @@ class PushSender:
         return claimed, params["lease"]
 
     async def _send(self, delivery: PushDelivery, claim: datetime) -> Sent | None:
-        if utcnow() >= claim:  # lapsed before its turn: another process may send it now
+        if clock.now() >= claim:  # lapsed before its turn: another process may send it now
             _fenced(delivery, claim, "not sent")
             return None
         note = Notification(
@@ -136,7 +140,7 @@ class PushSender:
         return Sent(delivery, await self._client.send(note), claim)
 
     async def _record(self, results: list[Sent]) -> None:
-        now = utcnow()
+        now = clock.now()
         async with self._sessions() as session:
             for result in results:
                 await self._record_one(session, result, now)
@@ -209,6 +213,17 @@ class PushSender:
             for statement in repository.prune(utcnow() - PRUNE_AFTER):
                 await session.execute(statement)
             await session.commit()
+        await self._synchronize_clock()
+
+    async def _synchronize_clock(self) -> None:
+        """Measure the database clock's offset (PostgreSQL; also done by the runner)."""
+        if not self._postgres:
+            return
+        try:
+            async with self._sessions() as session:
+                await clock.synchronize(session)
+        except Exception:  # the database is away: the last offset stands
+            logger.warning("measuring the database clock failed", exc_info=True)
 
 
 def _fenced(delivery: PushDelivery, claim: datetime, what: str) -> None:

@@ -12,6 +12,8 @@ import pytest
 from prometheus_client import REGISTRY
 from sqlalchemy import func, insert, select, update
 
+import app.push.sender
+from app.db import clock
 from app.db.models import Device, PushDelivery, PushEvent, Run, push_presence
 from app.lib.time import utcnow
 from app.push.presence import OWNER
@@ -389,3 +391,31 @@ async def test_a_claim_that_lapsed_before_its_send_is_not_sent(
     api.db.expire_all()
     row = await api.db.get(PushDelivery, delivery_id)
     assert row is not None and row.status == "pending" and row.attempts == 0
+
+
+async def test_a_host_whose_clock_runs_ahead_leaves_a_live_claim_alone(
+    api: OrchestratorApi, fake_apns: FakeApns, monkeypatch: pytest.MonkeyPatch, dialect: str
+) -> None:
+    """Host B claimed a delivery (for CLAIM_SECONDS). Host A's clock runs 90 s ahead: on
+    its own clock B's claim has lapsed, on the database's it has not, and A sends nothing."""
+    if dialect == "sqlite":
+        pytest.skip("SQLite is one host and one clock (no offset to measure)")
+    device = await register_device(api)
+    sender = api.app.state.push_sender
+    await sender.stop()
+    delivery_id = await _left_pending(api, device)
+    claimed, _ = await sender._claim()  # B
+    assert [d.id for d in claimed] == [delivery_id]
+
+    def ahead():
+        return utcnow() + timedelta(seconds=90)
+
+    try:  # A: the same sender on a host 90 s ahead, which measured its offset
+        monkeypatch.setattr(app.push.sender, "utcnow", ahead)
+        monkeypatch.setattr(clock, "utcnow", ahead)
+        await sender._synchronize_clock()
+        assert (await sender._claim())[0] == []
+    finally:
+        monkeypatch.undo()
+        await sender._synchronize_clock()
+    assert abs(clock.offset().total_seconds()) < 5
