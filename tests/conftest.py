@@ -36,6 +36,8 @@ from tests.support.databases import (
     sqlite_url,
 )
 
+pytest_plugins = ["tests.support.hang_dump"]
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     # One clear line instead of a ConnectionRefusedError per test.

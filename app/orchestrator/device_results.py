@@ -22,8 +22,8 @@ from app.threads import activity as cell
 from app.threads.schemas import DeviceToolResult
 from app.threads.writer import update_message
 from app.tools.base import ToolResult
-from app.tools.device import schema_errors
 from app.tools.executor import with_preview
+from app.tools.json_schema import schema_errors
 from app.tools.results import DeviceToolOutput
 from app.tools.toolsets import get_device_tool
 from app.tools.validation import without_nul

@@ -25,7 +25,7 @@ from app.threads.schemas import InputAnswer, ThreadMessageRead
 from app.threads.serializers import message_read
 from app.threads.services import get_owned_thread
 from app.threads.writer import update_message
-from app.tools.device import schema_errors
+from app.tools.json_schema import schema_errors
 from app.tools.validation import without_nul
 
 

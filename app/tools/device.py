@@ -3,8 +3,8 @@
 They are declared in the agent-types file with JSON Schemas (`device_tools:`), offered to
 the model like any tool, and never run on the server: the call's cell waits as
 `awaiting_device` until the app posts the result (or the call expires). This module is
-the contract: the declaration, and checks of the model's arguments and the phone's output
-against the declared schemas.
+the contract: the declaration, and the check of the model's arguments against it (the
+JSON Schema checks themselves, shared with MCP tools: json_schema.py).
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import re
 from typing import Annotated, Any
 
 import msgspec
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from app.tools.base import ToolResult
+from app.tools.json_schema import invalid_arguments, schema_problem
 from app.tools.validation import decode_arguments
 
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # what model providers accept
@@ -47,17 +46,6 @@ class DeviceToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         }
 
 
-def schema_problem(schema: dict[str, Any], what: str) -> str | None:
-    """Why `schema` is not a usable JSON Schema for an object, or None."""
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        return f"{what} is not a valid JSON Schema: {exc.message}"
-    if schema.get("type") != "object":
-        return f'{what} must describe an object ("type": "object").'
-    return None
-
-
 def declaration_problem(spec: DeviceToolSpec) -> str | None:
     if not NAME_PATTERN.match(spec.name):
         return f"device tool name {spec.name!r} must match {NAME_PATTERN.pattern}"
@@ -67,21 +55,6 @@ def declaration_problem(spec: DeviceToolSpec) -> str | None:
     return problem
 
 
-def schema_errors(schema: dict[str, Any] | None, value: Any) -> list[dict[str, str]]:
-    """Every way `value` breaks `schema`, as field errors (`field`, `message`); [] if none."""
-    if schema is None:
-        return []
-    validator = Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
-    return [
-        {
-            "field": ".".join(str(part) for part in error.absolute_path) or "$",
-            "message": error.message,
-        }
-        for error in errors[:20]
-    ]
-
-
 def validate_device_call(
     spec: DeviceToolSpec, arguments: str | bytes | dict[str, Any] | None
 ) -> dict[str, Any] | ToolResult:
@@ -89,14 +62,4 @@ def validate_device_call(
     decoded = decode_arguments(arguments)
     if isinstance(decoded, ToolResult):
         return decoded
-    errors = schema_errors(spec.parameters, decoded)
-    if errors:
-        return ToolResult.failure(
-            f"Invalid arguments for {spec.name}: "
-            + "; ".join(f"{e['field']}: {e['message']}" for e in errors),
-            "validation_error",
-            suggestion="Call it again with arguments matching its parameters schema.",
-            errors=errors,
-            parameters=spec.parameters,
-        )
-    return decoded
+    return invalid_arguments(spec.name, spec.parameters, decoded) or decoded

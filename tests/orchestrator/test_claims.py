@@ -18,6 +18,7 @@ from app.orchestrator import runs
 from app.threads.fence import Fenced, Lease
 from app.threads.writer import create_message
 from tests.conftest import ApiUser, make_api_user
+from tests.support.rows import new_run, new_threads
 from tests.support.statements import driver_statements, heads
 
 
@@ -30,11 +31,7 @@ async def _claim(factory: async_sessionmaker[AsyncSession], owner: str, postgres
 
 async def _user_with_threads(db: AsyncSession, count: int) -> tuple[ApiUser, list[Thread]]:
     user = await make_api_user(db)
-    threads = [Thread(owner_id=user.user.id, agent_id=user.agent.id, last_activity_at=utcnow())
-               for _ in range(count)]  # fmt: skip
-    db.add_all(threads)
-    await db.flush()
-    return user, threads
+    return user, await new_threads(db, user, count)
 
 
 async def test_concurrent_claims_respect_threads_and_order(
@@ -76,18 +73,14 @@ async def test_expired_leases_are_failed_and_their_cells_closed(
     session_factory: async_sessionmaker[AsyncSession],
 ) -> None:
     user = await make_api_user(db)
-    thread = Thread(owner_id=user.user.id, agent_id=user.agent.id, last_activity_at=utcnow())
-    db.add(thread)
-    await db.flush()
-    run = Run(
-        thread_id=thread.id,
-        agent_id=user.agent.id,
+    [thread] = await new_threads(db, user)
+    run = await new_run(
+        db,
+        thread,
         status=RunStatus.RUNNING.value,
         lease_owner="gone",
         lease_expires_at=utcnow() - timedelta(seconds=1),
     )
-    db.add(run)
-    await db.flush()
     for status in ("in_progress", "awaiting_approval", "success"):
         activity = {
             "id": f"call_{status}",

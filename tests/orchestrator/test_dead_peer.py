@@ -15,13 +15,13 @@ from pathlib import Path
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tests.conftest import make_api_user
-from tests.support.fake_llm import Call, FakeLLM, Text, ToolCalls
+from tests.support.fake_llm import FakeLLM
 from tests.support.processes import (
     free_port,
     run_ended,
     run_until_tool_runs,
     server_env,
+    slow_tester,
     start_server,
     wait_ready,
 )
@@ -34,11 +34,7 @@ async def test_a_surviving_peer_ends_the_cells_of_a_killed_one_within_seconds(
     agent_types_file: Path,
     client: httpx.AsyncClient,
 ) -> None:
-    fake_llm.reset()
-    fake_llm.script(ToolCalls(Call("test_slow", {"action": "wait", "seconds": 120})), Text("never"))
-    user = await make_api_user(db)
-    user.agent.agent_type = "tester"
-    await db.commit()
+    user = await slow_tester(db, fake_llm)
     env = server_env(database_url, fake_llm, agent_types_file, RUN_LEASE_SECONDS="30")
     port_a, port_b = free_port(), free_port()
     doomed = start_server(port_a, env)

@@ -11,25 +11,20 @@ from uuid import UUID
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.db.models import Run, RunStatus, Thread
+from app.db.models import Run, RunStatus
 from app.lib.time import utcnow
 from app.orchestrator import runs
 from tests.conftest import ApiUser, make_api_user
+from tests.support.rows import new_run, new_threads
 
 
 async def _queue(db: AsyncSession, user: ApiUser, count: int, start, **fields) -> list[Run]:
     """`count` runs of `user`, one per thread of their own, created a second apart."""
-    threads = [Thread(owner_id=user.user.id, agent_id=user.agent.id, last_activity_at=start)
-               for _ in range(count)]  # fmt: skip
-    db.add_all(threads)
-    await db.flush()
-    queued = [
-        Run(thread_id=t.id, agent_id=user.agent.id, created_at=start + timedelta(seconds=i), **fields)
-        for i, t in enumerate(threads)
-    ]  # fmt: skip
-    db.add_all(queued)
-    await db.flush()
-    return queued
+    threads = await new_threads(db, user, count, at=start)
+    return [
+        await new_run(db, thread, created_at=start + timedelta(seconds=i), **fields)
+        for i, thread in enumerate(threads)
+    ]
 
 
 async def _claim(factory, owner: str, postgres: bool, slots: int, fair: bool) -> list[UUID]:

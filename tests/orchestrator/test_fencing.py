@@ -29,6 +29,7 @@ from app.threads.writer import create_message, update_message
 from tests.conftest import make_api_user
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
+from tests.support.rows import new_run, new_threads
 from tests.support.test_tools import GateTool
 
 
@@ -160,17 +161,8 @@ async def test_writes_under_a_lease_no_longer_current_are_refused_in_one_stateme
     """The writer itself: a create or update under a stale lease raises Fenced, changes
     nothing (not even the thread's seq), and one under the current lease goes through."""
     user = await make_api_user(db)
-    thread = Thread(owner_id=user.user.id, agent_id=user.agent.id, last_activity_at=utcnow())
-    db.add(thread)
-    await db.flush()
-    run = Run(
-        thread_id=thread.id,
-        agent_id=user.agent.id,
-        status=RunStatus.RUNNING.value,
-        lease_owner="a",
-        lease_epoch=3,
-    )
-    db.add(run)
+    [thread] = await new_threads(db, user)
+    run = await new_run(db, thread, status=RunStatus.RUNNING.value, lease_owner="a", lease_epoch=3)
     await db.commit()
     current, stale = Lease(run.id, "a", 3), Lease(run.id, "a", 2)
 

@@ -37,6 +37,7 @@ from app.settings import Settings
 from app.threads import activity as cell
 from tests.conftest import ApiUser
 from tests.push.conftest import BUNDLE
+from tests.support.rows import new_run, new_threads
 
 MAX_ATTEMPTS = 2
 
@@ -90,20 +91,12 @@ def sender(
 
 
 async def _thread(db: AsyncSession, user: ApiUser) -> Thread:
-    thread = Thread(owner_id=user.user.id, agent_id=user.agent.id, last_activity_at=utcnow())
-    db.add(thread)
-    await db.flush()
+    [thread] = await new_threads(db, user)
     return thread
 
 
 async def _run(db: AsyncSession, thread: Thread, status: str, **fields: Any) -> Run:
-    now = utcnow()
-    run = Run(thread_id=thread.id, agent_id=thread.agent_id, status=status, started_at=now)
-    for name, value in fields.items():
-        setattr(run, name, value)
-    db.add(run)
-    await db.flush()
-    return run
+    return await new_run(db, thread, status=status, started_at=utcnow(), **fields)
 
 
 async def _activity(db: AsyncSession, user: ApiUser, thread: Thread, run: Run) -> LiveActivity:

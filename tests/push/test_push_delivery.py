@@ -225,22 +225,8 @@ async def test_pending_rows_are_sent_after_a_restart_and_never_twice(
         user_id = api.user.user.id
         for _ in range(2):  # one event written twice (a retried write, two processes)
             api.db.add(PushEvent(kind="test", event_key="test:restart", user_id=user_id))
-        now = utcnow()
-        api.db.add(
-            PushDelivery(  # claimed by a process that died before it answered
-                event_key="test:claimed",
-                token=device["token"],
-                device_id=UUID(device["id"]),
-                environment="sandbox",
-                topic=BUNDLE,
-                push_type="alert",
-                priority=10,
-                expiration=0,
-                payload={"aps": {"alert": "left over"}, "kind": "test"},
-                next_attempt_at=now - timedelta(seconds=1),
-                attempts=1,
-            )
-        )
+        # claimed by a process that died before it answered
+        api.db.add(_due_delivery(device, "test:claimed", "left over", attempts=1))
         await api.db.commit()
     finally:
         sender.start()
@@ -325,9 +311,10 @@ def _fenced_pushes() -> float:
     return REGISTRY.get_sample_value("toolcells_fenced_total", {"holder": "push"}) or 0.0
 
 
-async def _left_pending(api: OrchestratorApi, device: dict) -> UUID:
-    delivery = PushDelivery(
-        event_key="test:fenced",
+def _due_delivery(device: dict, event_key: str, alert: str, attempts: int = 0) -> PushDelivery:
+    """A pending alert to `device`, due a second ago."""
+    return PushDelivery(
+        event_key=event_key,
         token=device["token"],
         device_id=UUID(device["id"]),
         environment="sandbox",
@@ -335,9 +322,14 @@ async def _left_pending(api: OrchestratorApi, device: dict) -> UUID:
         push_type="alert",
         priority=10,
         expiration=0,
-        payload={"aps": {"alert": "fenced"}, "kind": "test"},
+        payload={"aps": {"alert": alert}, "kind": "test"},
         next_attempt_at=utcnow() - timedelta(seconds=1),
+        attempts=attempts,
     )
+
+
+async def _left_pending(api: OrchestratorApi, device: dict) -> UUID:
+    delivery = _due_delivery(device, "test:fenced", "fenced")
     api.db.add(delivery)
     await api.db.commit()
     return delivery.id

@@ -13,9 +13,22 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.settings import PROJECT_ROOT
-from tests.support.fake_llm import FakeLLM
+from tests.conftest import ApiUser, make_api_user
+from tests.support.fake_llm import Call, FakeLLM, Text, ToolCalls
+
+
+async def slow_tester(db: AsyncSession, fake_llm: FakeLLM) -> ApiUser:
+    """A user of the test agent type whose next run waits two minutes in `test_slow`: a
+    run under way when its server process is killed."""
+    fake_llm.reset()
+    fake_llm.script(ToolCalls(Call("test_slow", {"action": "wait", "seconds": 120})), Text("never"))
+    user = await make_api_user(db)
+    user.agent.agent_type = "tester"
+    await db.commit()
+    return user
 
 
 def free_port() -> int:

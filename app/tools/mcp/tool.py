@@ -19,7 +19,7 @@ import mcp.types as mcp_types
 import msgspec
 
 from app.tools.base import Tool, ToolContext, ToolData, ToolResult
-from app.tools.device import schema_errors
+from app.tools.json_schema import invalid_arguments
 from app.tools.mcp.config import McpServerSpec
 from app.tools.mcp.connect import StatusWatch, connect, describe_failure
 from app.tools.mcp.elicitation import Elicitation
@@ -90,16 +90,9 @@ class McpTool(Tool):
         properties = self.schema.get("properties") or {}
         if "action" not in properties and args.get("action") == self.remote:
             args = {k: v for k, v in args.items() if k != "action"}
-        errors = schema_errors(self.schema, args)
-        if errors:
-            return ToolResult.failure(
-                f"Invalid arguments for {self.name}: "
-                + "; ".join(f"{e['field']}: {e['message']}" for e in errors),
-                "validation_error",
-                suggestion="Call it again with arguments matching its parameters schema.",
-                errors=errors,
-                parameters=self.schema,
-            )
+        invalid = invalid_arguments(self.name, self.schema, args)
+        if invalid is not None:
+            return invalid
         # The arguments as they are (a plain dict is what the executor's input, duplicate
         # key and this tool's `run` read; no Struct can describe an arbitrary schema).
         return self.remote, cast(msgspec.Struct, args)
