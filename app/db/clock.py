@@ -1,11 +1,12 @@
 """Times on the database's clock, whatever this host's clock says: run leases, claims.
 
 A lease is written by the host that runs the run and judged by every host's reaper, so
-both must read one clock (so is a refresh claim, app/tools/mcp/oauth_refresh.py). Hosts' clocks drift (a VM resumed, NTP not yet synced): a
-reaper whose clock runs 30 s ahead would take every live lease for expired. The one
-clock all hosts share is the database's, so each process measures how far its own clock
-is from it (one `SELECT clock_timestamp()`, at start and before every reap) and stamps and
-judges leases with its clock moved by that offset. The error is half a round trip.
+both must read one clock (as must a push delivery's or an OAuth refresh's claim). Hosts'
+clocks drift (a VM resumed, NTP not yet synced): a reaper whose clock runs 30 s ahead
+would take every live lease for expired. The one clock all hosts share is the
+database's, so each process measures how far its own clock is from it (one `SELECT
+clock_timestamp()`, at start and before every reap) and stamps and judges leases with
+its clock moved by that offset. The error is half a round trip.
 
 SQLite is one host and one clock: the offset stays zero.
 """

@@ -64,7 +64,7 @@ async def bearer(
                 return vault.open(row.token_ciphertext)  # refreshed by the claim's holder
             if row is not None and row.refresh_claimed_until is None:
                 return None  # released with no new token: the refresh was refused there
-            refused = False  # the claim lapsed: look again (the row says whether it is due)
+            # the claim lapsed (its process died): look again, claim it if still due
         return None
 
 
