@@ -1,4 +1,8 @@
-"""Staff CLI end to end, in subprocesses against a fresh database per dialect."""
+"""Staff CLI end to end against a fresh database per dialect.
+
+The commands run in this process (tests/support/cli.py); one test runs the real console
+entry point in a subprocess to prove the commands are found there too.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import asyncio
 import os
 import subprocess
 import sys
+from pathlib import Path
 from uuid import UUID
 
 from sqlalchemy import func, select
@@ -14,22 +19,8 @@ from sqlalchemy.pool import NullPool
 
 from app.db.models import Agent, Thread, ThreadMessage, User
 from app.settings import PROJECT_ROOT
-
-
-def litestar(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "litestar", *args],
-        cwd=PROJECT_ROOT,
-        env={**os.environ, "DATABASE_URL": database_url, "RUNNER_ENABLED": "0"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
+from tests.support.cli import litestar, ok
+from tests.support.databases import migrate, sqlite_url
 
 
 def counts(database_url: str) -> dict[str, int]:
@@ -50,7 +41,7 @@ def counts(database_url: str) -> dict[str, int]:
 
 
 def test_staff_cli(empty_database: str) -> None:
-    ok(litestar(empty_database, "database", "upgrade", "--no-prompt"))
+    migrate(empty_database)
 
     user_id = ok(
         litestar(
@@ -68,12 +59,12 @@ def test_staff_cli(empty_database: str) -> None:
     duplicate = litestar(
         empty_database, "users", "create", "--email", "staff@example.com", "--password", "x"
     )
-    assert duplicate.returncode != 0 and "already exists" in duplicate.stderr + duplicate.stdout
+    assert duplicate.exit_code != 0 and "already exists" in duplicate.output
 
     weak = litestar(
         empty_database, "users", "create", "--email", "weak@example.com", "--password", "short"
     )
-    assert weak.returncode != 0
+    assert weak.exit_code != 0
     # One line (in click's error frame) naming the rule.
     assert any(
         "too weak" in line and "at least 10 characters" in line for line in weak.stderr.splitlines()
@@ -107,7 +98,7 @@ def test_staff_cli(empty_database: str) -> None:
         "--agent-type",
         "nope",
     )
-    assert unknown_type.returncode != 0
+    assert unknown_type.exit_code != 0
     assert counts(empty_database)["agents"] == 1
 
     first = ok(litestar(empty_database, "seed", "demo"))
@@ -119,7 +110,7 @@ def test_staff_cli(empty_database: str) -> None:
 
 
 def test_users_and_tokens_cli(empty_database: str) -> None:
-    ok(litestar(empty_database, "database", "upgrade", "--no-prompt"))
+    migrate(empty_database)
     ok(litestar(empty_database, "seed", "demo"))
     listed = ok(litestar(empty_database, "users", "list"))
     assert listed.startswith("demo@example.com\t-\t1 token(s)\t"), listed
@@ -127,14 +118,14 @@ def test_users_and_tokens_cli(empty_database: str) -> None:
     weak = litestar(
         empty_database, "users", "set-password", "--email", "demo@example.com", "--password", "x"
     )
-    assert weak.returncode != 0 and "at least 10 characters" in weak.stderr, weak.stderr
+    assert weak.exit_code != 0 and "at least 10 characters" in weak.stderr, weak.stderr
     changed = "new-password-2026"
     ok(litestar(empty_database, "users", "set-password", "--email", "demo@example.com",
                 "--password", changed))  # fmt: skip
     assert asyncio.run(_password_works(empty_database, "demo@example.com", changed))
     missing = litestar(empty_database, "users", "set-password", "--email", "no@example.com",
                        "--password", changed)  # fmt: skip
-    assert missing.returncode != 0 and "No user with email no@example.com" in missing.stderr
+    assert missing.exit_code != 0 and "No user with email no@example.com" in missing.stderr
 
     [line] = ok(
         litestar(empty_database, "tokens", "list", "--email", "demo@example.com")
@@ -143,7 +134,7 @@ def test_users_and_tokens_cli(empty_database: str) -> None:
     other = "00000000-0000-0000-0000-000000000000"
     unknown = litestar(empty_database, "tokens", "revoke", "--email", "demo@example.com",
                        "--token-id", other)  # fmt: skip
-    assert unknown.returncode != 0 and f"No live token {other}" in unknown.stderr
+    assert unknown.exit_code != 0 and f"No live token {other}" in unknown.stderr
     one = ok(litestar(empty_database, "tokens", "revoke", "--email", "demo@example.com",
                       "--token-id", token_id))  # fmt: skip
     assert one.startswith("Revoked 1 token(s)")
@@ -156,16 +147,16 @@ def test_users_and_tokens_cli(empty_database: str) -> None:
 
 
 def test_cli_errors_name_the_valid_choices_and_drop_unused_groups(empty_database: str) -> None:
-    ok(litestar(empty_database, "database", "upgrade", "--no-prompt"))
+    migrate(empty_database)
     ok(litestar(empty_database, "users", "create", "--email", "o@example.com",
                 "--password", "pw-1234567890"))  # fmt: skip
     unknown = litestar(empty_database, "agents", "create", "--owner", "o@example.com",
                        "--name", "X", "--agent-type", "nope")  # fmt: skip
-    assert unknown.returncode != 0
+    assert unknown.exit_code != 0
     assert "Unknown agent_type 'nope': one of assistant, specialist" in unknown.stderr
     shared = litestar(empty_database, "agents", "create", "--owner", "o@example.com",
                       "--name", "Everyone's", "--agent-type", "assistant", "--shared")  # fmt: skip
-    assert shared.returncode != 0
+    assert shared.exit_code != 0
     assert "Only a staff user's agent can be shared" in shared.stderr
     ok(litestar(empty_database, "users", "create", "--email", "s@example.com",
                 "--password", "pw-1234567890", "--staff"))  # fmt: skip
@@ -173,6 +164,30 @@ def test_cli_errors_name_the_valid_choices_and_drop_unused_groups(empty_database
                 "--name", "Everyone's", "--agent-type", "assistant", "--shared"))  # fmt: skip
     commands = ok(litestar(empty_database, "--help"))
     assert "tokens" in commands and "sessions" not in commands
+
+
+def test_the_console_entry_point_finds_the_staff_commands(tmp_path: Path) -> None:
+    """`python -m litestar` from the project root, as staff run it: it discovers the app and
+    migrates the database, and a staff command its plugin adds runs."""
+    url = sqlite_url(tmp_path)
+
+    def console(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "litestar", *args],
+            cwd=PROJECT_ROOT,
+            env={**os.environ, "DATABASE_URL": url, "RUNNER_ENABLED": "0"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    upgraded = console("database", "upgrade", "--no-prompt")
+    assert upgraded.returncode == 0, upgraded.stderr
+    ok(litestar(url, "users", "create", "--email", "o@example.com",
+                "--password", "pw-1234567890"))  # fmt: skip
+    listed = console("users", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("o@example.com\t-\t0 token(s)\t"), listed.stdout
 
 
 async def _password_works(database_url: str, email: str, password: str) -> bool:

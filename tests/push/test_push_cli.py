@@ -3,31 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
-import sys
 
 import httpx
 
-from app.settings import PROJECT_ROOT
 from tests.conftest import ApiUser
 from tests.push.conftest import BUNDLE
+from tests.support.cli import litestar
 from tests.support.fake_apns import FakeApns
-
-
-async def _litestar(env: dict[str, str], *args: str) -> tuple[int, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "litestar",
-        *args,
-        cwd=PROJECT_ROOT,
-        env={**os.environ, **env},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    output, _ = await asyncio.wait_for(process.communicate(), 180)
-    return process.returncode or 0, output.decode()
 
 
 async def test_push_test_reaches_every_device(
@@ -38,8 +21,6 @@ async def test_push_test_reaches_every_device(
     body = {"token": token, "environment": "production", "bundle_id": BUNDLE}
     assert (await client.post("/api/devices", json=body, headers=alice.headers)).status_code == 201
     env = {
-        "DATABASE_URL": database_url,
-        "RUNNER_ENABLED": "0",
         "APNS_KEY_FILE": fake_apns.key_file,
         "APNS_KEY_ID": fake_apns.key_id,
         "APNS_TEAM_ID": fake_apns.team_id,
@@ -47,11 +28,15 @@ async def test_push_test_reaches_every_device(
         "APNS_BASE_URL": fake_apns.base_url,
         "APNS_CA_FILE": fake_apns.ca_file,
     }
-    code, output = await _litestar(env, "push", "test", "--email", alice.user.email)
-    assert code == 0, output
-    assert ": sent" in output
+    sent = await asyncio.to_thread(
+        litestar, database_url, "push", "test", "--email", alice.user.email, env=env
+    )
+    assert sent.exit_code == 0, (sent.output, sent.exception)
+    assert ": sent" in sent.output
     (push,) = fake_apns.to(token)
     assert push.payload["kind"] == "test" and push.headers["apns-topic"] == BUNDLE
 
-    code, output = await _litestar({**env, "APNS_KEY_FILE": ""}, "push", "test", "--email", "x@y")
-    assert code != 0 and "Push is off" in output
+    off = await asyncio.to_thread(
+        litestar, database_url, "push", "test", "--email", "x@y", env={**env, "APNS_KEY_FILE": ""}
+    )
+    assert off.exit_code != 0 and "Push is off" in off.output

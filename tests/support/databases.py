@@ -1,19 +1,22 @@
 """Throwaway migrated databases for the tests, one per dialect.
 
-Each database is built by `alembic upgrade head` in a subprocess (the async env.py runs
-its own event loop), so every test run exercises the migrations.
+Each database is built by `alembic upgrade head` (alembic's command API, in a thread of its
+own because the async env.py runs its own event loop), so every test run exercises the
+migrations.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import os
-import subprocess
-import sys
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import asyncpg
+from alembic import command
+from alembic.config import Config
 
 from app.settings import PROJECT_ROOT
 
@@ -23,15 +26,19 @@ DIALECTS = tuple(
 )
 
 
+def alembic(database_url: str, name: str, *args: str) -> str:
+    """alembic's command `name` (upgrade, current, check, …) on `database_url`; what it
+    printed. In a thread of its own: the async env.py runs its own event loop."""
+    output = io.StringIO()
+    config = Config(PROJECT_ROOT / "alembic.ini", stdout=output)
+    config.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(getattr(command, name), config, *args).result()
+    return output.getvalue()
+
+
 def migrate(database_url: str) -> None:
-    env = {**os.environ, "DATABASE_URL": database_url}
-    subprocess.run(
-        [sys.executable, "-m", "alembic", "upgrade", "head"],
-        cwd=PROJECT_ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    alembic(database_url, "upgrade", "head")
 
 
 async def _pg_admin(statement: str) -> None:

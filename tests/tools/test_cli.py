@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent
-from app.settings import PROJECT_ROOT
 from app.tools.consolidate import consolidated, expanded, rewrite_enabled_tools
 from tests.conftest import ApiUser
 from tests.factories import AgentFactory
+from tests.support.cli import litestar
 
 LEGACY = ["create_task", "list_tasks", "web_search", "web_fetch", "view_system_prompt"]
 
@@ -86,29 +83,20 @@ async def test_rewrite_dry_run_forward_reverse_idempotent(
     assert (await _tools_by_name(db))["legacy"] == LEGACY  # exactly what was there
 
 
-def _litestar(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DATABASE_URL": database_url, "RUNNER_ENABLED": "0",
-           "LITESTAR_APP": "app:create_app"}  # fmt: skip
-    return subprocess.run(
-        [sys.executable, "-m", "litestar", *args],
-        cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-
-
 async def test_cli_list_and_consolidate(
     db: AsyncSession, alice: ApiUser, database_url: str
 ) -> None:
     agents = await _agents(db, alice)
-    listed = await asyncio.to_thread(_litestar, database_url, "tools", "list")
-    assert listed.returncode == 0, listed.stderr
+    listed = await asyncio.to_thread(litestar, database_url, "tools", "list")
+    assert listed.exit_code == 0, listed.output
     assert (
         "memory: save, recall, search, forget  [no cell for recall; asks before forget]"
         in listed.stdout
     )
     assert "agent types: assistant, focused" in listed.stdout
 
-    dry = await asyncio.to_thread(_litestar, database_url, "tools", "consolidate", "--dry-run")
-    assert dry.returncode == 0, dry.stderr
+    dry = await asyncio.to_thread(litestar, database_url, "tools", "consolidate", "--dry-run")
+    assert dry.exit_code == 0, dry.output
     assert (
         f"{agents['legacy'].id} legacy: {LEGACY} -> "
         "['tasks.create', 'tasks.list', 'web', 'self_authoring.view']" in dry.stdout
@@ -116,11 +104,11 @@ async def test_cli_list_and_consolidate(
     assert "1 agent(s) would change to domain tools." in dry.stdout
     assert (await _tools_by_name(db))["legacy"] == LEGACY
 
-    done = await asyncio.to_thread(_litestar, database_url, "tools", "consolidate")
+    done = await asyncio.to_thread(litestar, database_url, "tools", "consolidate")
     assert "1 agent(s) changed to domain tools." in done.stdout
-    again = await asyncio.to_thread(_litestar, database_url, "tools", "consolidate")
+    again = await asyncio.to_thread(litestar, database_url, "tools", "consolidate")
     assert "0 agent(s) changed" in again.stdout
-    back = await asyncio.to_thread(_litestar, database_url, "tools", "consolidate", "--reverse")
+    back = await asyncio.to_thread(litestar, database_url, "tools", "consolidate", "--reverse")
     assert "2 agent(s) changed to legacy names." in back.stdout
     assert (await _tools_by_name(db))["legacy"] == LEGACY
 
