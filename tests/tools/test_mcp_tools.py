@@ -4,6 +4,7 @@ sockets): listing, namespacing, progress, structured results, failures, hangs, t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -16,6 +17,7 @@ import pytest
 from app.tools.base import ToolContext, ToolResult
 from app.tools.events import RecordingToolEvents
 from app.tools.executor import ToolCallCache, execute_tool_call
+from app.tools.mcp import catalog as catalog_module
 from app.tools.mcp.catalog import McpCatalog
 from app.tools.mcp.config import McpServerSpec, declaration_problem
 from app.tools.mcp.demo_server import RunningServer
@@ -234,3 +236,36 @@ async def test_a_changed_list_is_picked_up(server: RunningServer) -> None:
         assert growing.generation > generation
     finally:
         await growing.stop()
+
+
+async def test_shutdown_goes_on_when_a_listener_holds_its_cancel(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The MCP client shields parts of its cleanup; one that waits on a silent server must
+    not hold the app's shutdown. Here the connection holds its first cancel outright."""
+    holding: list[asyncio.Task[Any]] = []
+    connecting = asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def connect_holding_its_cancel(*_args: Any, **_kwargs: Any) -> AsyncIterator[Any]:
+        holding.append(asyncio.current_task())  # type: ignore[arg-type]
+        connecting.set()
+        try:
+            await asyncio.Event().wait()  # connecting to a server that never answers
+        except asyncio.CancelledError:
+            await asyncio.Event().wait()  # a shielded cleanup on it: only a second cancel ends
+        yield None
+
+    monkeypatch.setattr(catalog_module, "connect", connect_holding_its_cancel)
+    monkeypatch.setattr(catalog_module, "STOP_SECONDS", 0.2)
+    stubborn = McpCatalog({"t": spec_for(server.url)})
+    stubborn.start()
+    await asyncio.wait_for(connecting.wait(), 10)
+    caplog.set_level(logging.WARNING, logger="app.tools.mcp.catalog")
+    try:
+        await asyncio.wait_for(stubborn.stop(), 30)  # without the bound: forever
+        assert "background task(s) still ending" in caplog.text
+    finally:
+        for task in holding:
+            task.cancel()
+        await asyncio.gather(*holding, return_exceptions=True)

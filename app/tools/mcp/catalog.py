@@ -26,6 +26,10 @@ from app.tools.mcp.tool import McpTool
 logger = logging.getLogger("app.tools.mcp")
 LIST_PAGES = 20  # a server's list is a few pages at most; a cursor that never ends stops here
 RETRY_SECONDS = 30.0  # a server that is down is asked again this often
+# How long shutdown waits for the background tasks to end once cancelled. The MCP client
+# shields parts of its cleanup (courtesy cancels, closing its session); should one wait on
+# a server that never answers, shutdown goes on without it instead of hanging.
+STOP_SECONDS = 5.0
 
 
 class ListingFailed(RuntimeError):
@@ -160,9 +164,18 @@ class McpCatalog:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if self._tasks:
+            ended, stuck = await asyncio.wait(self._tasks, timeout=STOP_SECONDS)
+            for task in ended:
+                if not task.cancelled():
+                    task.exception()  # retrieved: a task that failed is over all the same
+            if stuck:
+                logger.warning(
+                    "mcp: %d background task(s) still ending %.0f s after shutdown asked; "
+                    "shutting down without them",
+                    len(stuck),
+                    STOP_SECONDS,
+                )
         self._tasks.clear()
 
     async def _keep_fresh(self, server: str) -> None:
