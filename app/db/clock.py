@@ -1,7 +1,9 @@
-"""Times on the database's clock, whatever this host's clock says: run leases, claims.
+"""Times on the database's clock, whatever this host's clock says: run leases, claims,
+the times of a tool cell (its `expires_at` above all).
 
 A lease is written by the host that runs the run and judged by every host's reaper, so
-both must read one clock (as must a push delivery's or an OAuth refresh's claim). Hosts'
+both must read one clock (as must a push delivery's or an OAuth refresh's claim, and a
+wait's expiry: stamped by the runner's host, judged by the host the answer reaches). Hosts'
 clocks drift (a VM resumed, NTP not yet synced): a reaper whose clock runs 30 s ahead
 would take every live lease for expired. The one clock all hosts share is the
 database's, so each process measures how far its own clock is from it (one `SELECT

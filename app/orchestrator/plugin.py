@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -9,10 +10,14 @@ from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig
 from litestar import Litestar
 from litestar.config.app import AppConfig
 from litestar.plugins import InitPluginProtocol
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
+from app.db import clock
 from app.db.config import build_runner_engine
 from app.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 
 class OrchestratorPlugin(InitPluginProtocol):
@@ -27,8 +32,21 @@ class OrchestratorPlugin(InitPluginProtocol):
             # With Redis, app/realtime/channels.py relays wake-ups on its control channel.
             app_config.lifespan.append(self._pg_wakeups)
         if self.settings.runner_enabled:
-            app_config.lifespan.append(self._run_worker)
+            app_config.lifespan.append(self._run_worker)  # measures the clock's offset itself
+        elif not self.settings.is_sqlite:
+            app_config.lifespan.append(self._database_clock)
         return app_config
+
+    @asynccontextmanager
+    async def _database_clock(self, _: Litestar) -> AsyncIterator[None]:
+        """A process without a runner still judges waits' expiry when answers reach it:
+        measure its clock's offset to the database's once (app/db/clock.py)."""
+        try:
+            async with self.db_config.get_session() as session:
+                await clock.synchronize(session)
+        except (OSError, SQLAlchemyError) as exc:  # serve anyway: requests answer 503 meanwhile
+            logger.warning("Could not read the database's clock: %s", exc)
+        yield
 
     @asynccontextmanager
     async def _pg_wakeups(self, app: Litestar) -> AsyncIterator[None]:

@@ -17,9 +17,9 @@ from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import clock
 from app.db.models import ThreadMessage
 from app.lib.problems import ProblemException
-from app.lib.time import utcnow
 from app.threads import activity as cell
 from app.threads import repository
 from app.threads.writer import lock_thread, update_message
@@ -57,7 +57,7 @@ async def waiting_message(
     if cell.status_of(activity) != status:
         raise ProblemException(409, answered)
     expires = cell.expires_at(activity)
-    if expires is not None and expires <= utcnow():
+    if expires is not None and expires <= clock.now():
         raise ProblemException(409, expired)
     return message
 
@@ -109,7 +109,7 @@ async def wait_for_user(deps: RunnerDeps, message: ThreadMessage) -> ThreadMessa
             fresh = await _read(deps, message)
             if not cell.is_waiting(fresh.tool_activity):
                 return fresh
-            remaining = (deadline - utcnow()).total_seconds() if deadline else poll
+            remaining = (deadline - clock.now()).total_seconds() if deadline else poll
             if remaining <= 0:
                 return await _expire(deps, fresh)
             with contextlib.suppress(TimeoutError):

@@ -23,9 +23,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import clock
 from app.db.models import PushEvent, Run, ThreadMessage
 from app.db.outbox import on_commit
-from app.lib.time import utcnow
 from app.push import repository
 from app.threads import activity, changes
 
@@ -71,7 +71,7 @@ def tool_waits(session: AsyncSession, message: ThreadMessage) -> None:
     status = cell.get("status") or "awaiting_approval"
     data = {"status": status, "tool_name": cell.get("name"), "expires_at": cell.get("expires_at")}
     _add(session, _waiting_event(message, f"wait:{message.id}:{status}", data))
-    remind_at = reminder_at(activity.expires_at(cell), utcnow())
+    remind_at = reminder_at(activity.expires_at(cell), clock.now())
     if remind_at is not None:
         reminder = _waiting_event(
             message, f"remind:{message.id}:{status}", data | {"reminder": True}

@@ -25,8 +25,8 @@ import math
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
+from app.db import clock
 from app.lib.openapi import open_enum
-from app.lib.time import utcnow
 from app.tools.preview import call_signature
 from app.tools.results import error_data
 
@@ -104,7 +104,7 @@ def expires_at(activity: Activity | None) -> datetime | None:
 
 
 def _stamp(now: datetime | None) -> str:
-    return (now or utcnow()).isoformat()
+    return (now or clock.now()).isoformat()
 
 
 def _expiry(now: datetime, ttl: float | None) -> str | None:
@@ -128,7 +128,7 @@ def started(
     """A new cell: in_progress (saying `display_message`), awaiting_approval for
     `approval_ttl` seconds (infinite: until answered, no `expires_at`), or awaiting_device (the phone runs the tool) for `device_ttl`
     seconds; a call that executes a plan step carries the step's id."""
-    now = now or utcnow()
+    now = now or clock.now()
     status, message, ttl = IN_PROGRESS, display_message, None
     if approval_ttl is not None:
         status, message, ttl = AWAITING_APPROVAL, WAITING_FOR_APPROVAL, approval_ttl
@@ -246,7 +246,7 @@ def awaiting_input(
 ) -> Activity:
     """A running call asks the user (`request`: what, and the schema of the answer); it
     waits `ttl` seconds, its progress data kept beside the request."""
-    now = now or utcnow()
+    now = now or clock.now()
     return {
         **activity,
         "status": AWAITING_INPUT,

@@ -105,6 +105,14 @@ class OrchestratorApi:
             headers=self.headers,
         )
 
+    async def decide(self, thread_id: str, message_id: str, approve: bool) -> httpx.Response:
+        """The user's approval decision on the waiting cell of `message_id`."""
+        return await self.client.post(
+            f"/api/threads/{thread_id}/messages/{message_id}/approval",
+            json={"approve": approve},
+            headers=self.headers,
+        )
+
     async def turn(
         self, content: str, thread_id: str | None = None, **extra: Any
     ) -> tuple[str, dict]:

@@ -33,9 +33,5 @@ async def test_unanswered_approval_expires(api: OrchestratorApi) -> None:
         "error": 'test_confirm(action=do, note="late"): No one decided in time.',
         "error_type": "timeout",
     }
-    late = await api.client.post(
-        f"/api/threads/{thread_id}/messages/{message['id']}/approval",
-        json={"approve": True},
-        headers=api.headers,
-    )
+    late = await api.decide(thread_id, message["id"], True)
     assert late.status_code == 409

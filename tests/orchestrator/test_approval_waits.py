@@ -25,11 +25,7 @@ async def test_an_approval_that_waits_until_answered_has_no_expiry(
     thread_id, run_id, message = await _waiting(api, "tester_parked")
     assert message["tool_activity"]["expires_at"] is None
     assert (await api.get_run(thread_id, run_id))["status"] == "running"
-    approved = await api.client.post(
-        f"/api/threads/{thread_id}/messages/{message['id']}/approval",
-        json={"approve": True},
-        headers=api.headers,
-    )
+    approved = await api.decide(thread_id, message["id"], True)
     assert approved.status_code == 200, approved.text
     assert (await api.wait_run(thread_id, run_id))["status"] == "completed"
 
@@ -39,10 +35,6 @@ async def test_a_tool_of_the_agent_type_waits_its_own_time(api: OrchestratorApi)
     expires = datetime.fromisoformat(message["tool_activity"]["expires_at"].replace("Z", "+00:00"))
     assert utcnow() + timedelta(days=2) - timedelta(minutes=5) < expires
     assert expires <= utcnow() + timedelta(days=2)
-    denied = await api.client.post(
-        f"/api/threads/{thread_id}/messages/{message['id']}/approval",
-        json={"approve": False},
-        headers=api.headers,
-    )
+    denied = await api.decide(thread_id, message["id"], False)
     assert denied.status_code == 200, denied.text
     await api.wait_run(thread_id, run_id)

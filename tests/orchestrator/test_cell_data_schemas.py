@@ -87,11 +87,7 @@ async def test_every_builtin_action_and_error_stores_data_of_its_type(
     )
     posted = await api.post(thread_id, "And the rest")
     waiting = await api.wait_activity("awaiting_approval", "memory")
-    decided = await api.client.post(
-        f"/api/threads/{thread_id}/messages/{waiting['id']}/approval",
-        json={"approve": True},
-        headers=api.headers,
-    )
+    decided = await api.decide(thread_id, waiting["id"], True)
     assert decided.status_code == 200, decided.text
     run = await api.wait_run(thread_id, posted.json()["run"]["id"])
     assert run["status"] == "completed", run

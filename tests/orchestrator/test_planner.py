@@ -228,11 +228,7 @@ async def test_a_tool_step_waits_for_approval_like_any_call(api: OrchestratorApi
     assert waiting["tool_activity"]["step_id"] == "confirm"
     plan = plan_message(await api.messages(thread_id))["plan"]
     assert statuses(plan) == {"confirm": "in_progress", "answer": "pending"}
-    decided = await api.client.post(
-        f"/api/threads/{thread_id}/messages/{waiting['id']}/approval",
-        json={"approve": True},
-        headers=api.headers,
-    )
+    decided = await api.decide(thread_id, waiting["id"], True)
     assert decided.status_code == 200, decided.text
     run = await api.wait_run(thread_id, run_id)
     assert run["status"] == "completed", run

@@ -151,11 +151,7 @@ async def test_an_approval_request_is_time_sensitive_and_actionable(
 
     expires = datetime.fromisoformat(message["tool_activity"]["expires_at"].replace("Z", "+00:00"))
     assert int(push.headers["apns-expiration"]) == int(expires.timestamp())
-    await api.client.post(
-        f"/api/threads/{thread_id}/messages/{message['id']}/approval",
-        json={"approve": True},
-        headers=api.headers,
-    )
+    await api.decide(thread_id, message["id"], True)
     await api.wait_run(thread_id, run_id)
     await fake_apns.wait_received(2)  # then the answer
     assert [p.payload["kind"] for p in fake_apns.received] == ["approval_request", "run_completed"]
