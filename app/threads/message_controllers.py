@@ -65,8 +65,9 @@ class MessageController(Controller):
         after_seq: Annotated[
             int | None, Parameter(ge=0, le=2**53, schema_extra={"minimum": 0})
         ] = None,
-        # `Annotated[int, …] | None` would document the bounds but not enforce them.
-        before_position: Annotated[int | None, Parameter(ge=1, le=2**31)] = None,
+        # `Annotated[int, …] | None` would document the bounds but not enforce them. A
+        # position is a 32-bit column: a larger bound would fail in the database instead.
+        before_position: Annotated[int | None, Parameter(ge=1, le=2**31 - 1)] = None,
         limit: PageLimit = DEFAULT_PAGE_SIZE,
     ) -> Response[MessagePage]:
         """`after_seq`: changes after a seq, ascending; `before_position`: older history;

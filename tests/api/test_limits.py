@@ -36,6 +36,20 @@ async def test_huge_numbers_are_400(client: AsyncClient, alice: ApiUser) -> None
         assert_problem(await client.get(url, params=params, headers=alice.headers), 400)
 
 
+async def test_the_largest_before_position_the_spec_allows_is_answered(
+    client: AsyncClient, alice: ApiUser
+) -> None:
+    """It fits the 32-bit position column; the next one up is refused by name, before any
+    query (on PostgreSQL it used to reach the database and fail there)."""
+    thread_id = (await create_thread(client, alice))["id"]
+    url = f"/api/threads/{thread_id}/messages"
+    largest = await client.get(url, params={"before_position": 2**31 - 1}, headers=alice.headers)
+    assert largest.status_code == 200, largest.text
+    above = await client.get(url, params={"before_position": 2**31}, headers=alice.headers)
+    assert_problem(above, 400)
+    assert "before_position" in above.text, above.text
+
+
 async def test_non_json_and_wrong_types_are_400(client: AsyncClient, alice: ApiUser) -> None:
     thread_id = (await create_thread(client, alice))["id"]
     url = f"/api/threads/{thread_id}/messages"
