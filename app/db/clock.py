@@ -7,8 +7,9 @@ wait's expiry: stamped by the runner's host, judged by the host the answer reach
 clocks drift (a VM resumed, NTP not yet synced): a reaper whose clock runs 30 s ahead
 would take every live lease for expired. The one clock all hosts share is the
 database's, so each process measures how far its own clock is from it (one `SELECT
-clock_timestamp()`, at start and before every reap) and stamps and judges leases with
-its clock moved by that offset. The error is half a round trip.
+clock_timestamp()`: the runner at start and before every reap, the push sender at start
+and hourly, a process without a runner once at start) and stamps and judges with its
+clock moved by that offset. The error is half a round trip.
 
 SQLite is one host and one clock: the offset stays zero.
 """

@@ -2,7 +2,10 @@
 
 Each call builds the app anew from the environment, as the console entry point does, so
 the staff commands are tested without paying the app's import in a subprocess each time
-(tests/test_cli.py runs the real entry point once).
+(tests/test_cli.py runs the real entry point once). Litestar's root group loads the
+plugins' commands once per process; advanced-alchemy's `database` group expects the app
+loaded that way, so `database …` runs in the console test, and elsewhere `migrate`
+(tests/support/databases.py) builds the schema.
 """
 
 from __future__ import annotations

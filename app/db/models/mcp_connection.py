@@ -27,8 +27,8 @@ class McpConnection(Base):
     # access token expires (None: a plain token, or one that does not expire).
     oauth_ciphertext: Mapped[str | None] = mapped_column(Text, default=None)
     expires_at: Mapped[datetime | None] = mapped_column(DateTimeUTC(timezone=True), default=None)
-    # Until when a process refreshes the access token (database clock): the others wait
-    # for its token rather than spend the same refresh token twice (app/tools/mcp/oauth_refresh.py).
+    # Until when a process refreshes the access token (database clock): the others wait for
+    # its token rather than spend the same refresh token twice (app/tools/mcp/oauth_refresh.py).
     refresh_claimed_until: Mapped[datetime | None] = mapped_column(
         DateTimeUTC(timezone=True), default=None
     )

@@ -1,7 +1,8 @@
 """Where a per-user MCP server's users authorize: its RFC 9728 protected-resource metadata
 (where the server's refusal of a request without a token points, `WWW-Authenticate:
 Bearer resource_metadata=…`, else at the well-known places) names the authorization
-server, whose RFC 8414 metadata names the endpoints; the app's client there is the configured `oauth_client_id` or one it registers (RFC 7591).
+server, whose RFC 8414 metadata names the endpoints; the app's client there is the
+configured `oauth_client_id` or one it registers (RFC 7591).
 
 The documents are parsed with the SDK's models (`mcp.shared.auth`) and the URLs to try
 built by its helpers (`mcp.client.auth.utils`); the SDK's own `OAuthClientProvider` drives
