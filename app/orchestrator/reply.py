@@ -80,7 +80,9 @@ class ReplyStream:
         await asyncio.sleep(GATHER_SECONDS)
         self._began = True
         content = self.text
-        self.message = await self.deps.write(
+        # One statement on PostgreSQL (writer.creates_alone): no BEGIN/COMMIT round trips
+        # between the first words and the phone.
+        self.message = await self.deps.write_alone(
             lambda session: create_message(
                 session, self.run.thread_id, role="assistant", content=content, run_id=self.run.id
             )

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
+
+from sqlalchemy import Engine, event
 
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
@@ -148,3 +151,29 @@ async def test_offline_demo_model_searches_without_a_search_service(api: Orchest
     answer = (await api.messages(thread_id))[-1]["content"]
     assert answer == "I found: Litestar documentation."
     assert api.llm.requests == []
+
+
+async def test_a_streamed_replys_message_is_created_by_one_statement(
+    api: OrchestratorApi,
+) -> None:
+    """The first words reach the phone once their message is written: on PostgreSQL that
+    write is one statement, without BEGIN and COMMIT round trips around it."""
+    api.llm.script(Text("One, two, three, four.", pieces=4, pause=0.1))
+    thread_id = await api.new_thread()
+    inserts: list[bool] = []  # per message insert: was it in a transaction of its own?
+
+    def executed(connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "INSERT INTO thread_messages" in statement:
+            level = connection.get_execution_options().get("isolation_level")
+            inserts.append(level != "AUTOCOMMIT")
+
+    event.listen(Engine, "before_cursor_execute", executed)  # the app's and the runner's
+    try:
+        run = (await api.post(thread_id, "count")).json()["run"]
+        assert (await api.wait_run(thread_id, run["id"]))["status"] == "completed"
+    finally:
+        event.remove(Engine, "before_cursor_execute", executed)
+    answer = (await api.messages(thread_id))[-1]
+    assert answer["content"] == "One, two, three, four."
+    postgres = api.db.get_bind().dialect.name == "postgresql"
+    assert inserts == [True, not postgres]  # the user's message, then the reply's
