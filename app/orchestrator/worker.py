@@ -202,6 +202,7 @@ class RunWorker:
             # More runs wait than slots are free: fairest first (queue_order.py), else
             # the cheaper oldest first (all of them get a slot anyway).
             fair = len(self._awaited) > slots
+            known = set(self._awaited)  # committed before the claim: it sees them
             claimed = await self.deps.write_alone(  # one UPDATE … RETURNING
                 lambda s, slots=slots, fair=fair: runs.claim_runs(
                     s,
@@ -220,24 +221,29 @@ class RunWorker:
                 self.executions[run.id] = execution
                 execution.task = asyncio.create_task(self._execute(execution), name=f"run-{run.id}")
             if len(claimed) < slots:  # nothing more is eligible now
-                await self._forget_taken_runs()
+                await self._forget_taken_runs(known)
                 return
             if step:  # the next step once the lag probe has seen this one's load
                 self._stepping = True
                 asyncio.get_running_loop().call_later(STEP_PAUSE_SECONDS, self._wake.set)
                 return
 
-    async def _forget_taken_runs(self) -> None:
-        """Of the runs heard of and not claimable now, keep those still queued (waiting
-        behind a running run); the rest were claimed elsewhere or cancelled."""
-        if self._awaited:
-            asked = set(self._awaited)
-            queued = await self.deps.write(lambda s: runs.still_queued(s, list(asked)))
-            self._awaited -= asked - queued  # runs heard of meanwhile stay
-            self._queued_here -= asked - queued
-            for run_id in asked - queued:
-                self._places.gone(run_id)
-            self._hand_on(asked & self._queued_here)
+    async def _forget_taken_runs(self, known: set[UUID]) -> None:
+        """Of the runs heard of before the last claim that it did not take (it saw them:
+        each is announced after its commit), keep those still queued (waiting behind a
+        running run of their thread); the rest were claimed elsewhere or cancelled. Runs
+        heard of during the claim are left to the next one, which their notice woke: a
+        busy process asks nothing more per claim, and hands none of them on."""
+        asked = known & self._awaited
+        if not asked:
+            return
+        async with self.deps.read_sessions() as session:
+            queued = await runs.still_queued(session, list(asked))
+        self._awaited -= asked - queued
+        self._queued_here -= asked - queued
+        for run_id in asked - queued:
+            self._places.gone(run_id)
+        self._hand_on(asked & self._queued_here)
 
     def _hand_on(self, run_ids: set[UUID]) -> None:
         """Wake the other processes for runs queued here that this one could not claim:

@@ -122,7 +122,10 @@ class Deployment:
             return list(await conn.execute(text(statement), params))
 
     async def start_turn(self, user: ApiUser, via: AppHost, content: str) -> Turn:
-        async with httpx.AsyncClient(base_url=via.base_url, headers=user.headers) as http:
+        # A phone waits longer than httpx's 5 s default: over a slow, lossy link to the
+        # database (test_slow_links.py) a post's round trips and their resends take that.
+        http = httpx.AsyncClient(base_url=via.base_url, headers=user.headers, timeout=30)
+        async with http:
             thread = await http.post("/api/threads", json={"agent_id": str(user.agent.id)})
             thread_id = thread.json()["id"]
             return await self.post(http, thread_id, content)

@@ -3,10 +3,15 @@ runner remembers the runs it heard of and could not claim), not at the next poll
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
+import pytest
+from sqlalchemy import Engine, event
+
+from app.orchestrator import notify, runs
 from tests.orchestrator.claim_wakeups import LONG_POLL, waiting_run_starts_when_the_first_ends
 from tests.orchestrator.support import OrchestratorApi
+from tests.support.fake_llm import Text
 
 
 @pytest.fixture(scope="module")
@@ -18,3 +23,44 @@ async def test_the_threads_next_run_starts_when_the_running_one_ends(
     api: OrchestratorApi,
 ) -> None:
     await waiting_run_starts_when_the_first_ends(api, same_thread=True)
+
+
+async def test_a_run_posted_during_a_claim_is_taken_by_the_next_without_asking_about_it(
+    api: OrchestratorApi, monkeypatch: pytest.MonkeyPatch, dialect: str
+) -> None:
+    """A busy process claims while new runs keep coming: a run heard of while a claim is
+    under way is left to the next claim (its notice woke the loop), not looked up in the
+    database after this one, nor handed on to the other processes."""
+    if dialect == "sqlite":
+        pytest.skip("SQLite writes one at a time: no post commits while a claim is under way")
+    api.llm.script(Text("first answer"), Text("second answer"))
+    threads = [await api.new_thread(), await api.new_thread()]
+    posted: list[str] = []
+    claim = runs.claim_runs
+
+    async def claim_then_post(*args: Any, **kwargs: Any) -> list[Any]:
+        claimed = await claim(*args, **kwargs)
+        if len(posted) == 1:  # the first run's claim: the second run arrives meanwhile
+            posted.append((await api.post(threads[1], "second")).json()["run"]["id"])
+        return claimed
+
+    monkeypatch.setattr(runs, "claim_runs", claim_then_post)
+    relayed: list[str] = []
+    notify.add_relay(relayed.append)
+    asked: list[str] = []
+
+    def executed(_connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.split()[:4] == ["SELECT", "runs.id", "FROM", "runs"]:  # still_queued
+            asked.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", executed)
+    try:
+        posted.append((await api.post(threads[0], "first")).json()["run"]["id"])
+        for thread_id, run_id in zip(threads, posted, strict=True):
+            assert (await api.wait_run(thread_id, run_id))["status"] == "completed"
+    finally:
+        event.remove(Engine, "before_cursor_execute", executed)
+        notify.remove_relay(relayed.append)
+    assert len(posted) == 2
+    assert asked == []
+    assert relayed == []
