@@ -4,7 +4,9 @@ is taken, and the waiting run does not expire it either."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -20,7 +22,10 @@ SKEW_SECONDS = 90  # more than the TTL: on this host's own clock the wait is ove
 
 @pytest.fixture(scope="module")
 def settings_overrides() -> dict:
-    return {"approval_ttl_seconds": TTL_SECONDS}
+    # The waiting run looks at its cell once, then only when woken (by the answer), not
+    # every half second: a look between this host's clock jumping ahead and its offset
+    # being measured would expire the wait (a real clock is ahead all along, and measured).
+    return {"approval_ttl_seconds": TTL_SECONDS, "runner_poll_seconds": 30.0}
 
 
 async def test_an_approval_in_time_on_the_database_clock_is_taken_on_a_host_ahead(
@@ -28,10 +33,20 @@ async def test_an_approval_in_time_on_the_database_clock_is_taken_on_a_host_ahea
 ) -> None:
     if dialect == "sqlite":
         pytest.skip("SQLite is one host and one clock (no offset to measure)")
+    looked = asyncio.Event()  # the waiting run has read its cell once: it now waits
+    read = waits._read
+
+    async def first_look(deps: Any, message: Any) -> Any:
+        fresh = await read(deps, message)
+        looked.set()
+        return fresh
+
+    monkeypatch.setattr(waits, "_read", first_look)
     api.llm.script(ToolCalls(Call("test_confirm", {"action": "do", "note": "n"})), Text("done"))
     thread_id = await api.new_thread()
     run_id = (await api.post(thread_id, "do it")).json()["run"]["id"]
     message = await api.wait_activity("awaiting_approval")
+    await asyncio.wait_for(looked.wait(), timeout=10)
 
     def ahead():
         return utcnow() + timedelta(seconds=SKEW_SECONDS)
