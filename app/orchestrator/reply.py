@@ -80,8 +80,8 @@ class ReplyStream:
         await asyncio.sleep(GATHER_SECONDS)
         self._began = True
         content = self.text
-        # One statement on PostgreSQL (writer.creates_alone): no BEGIN/COMMIT round trips
-        # between the first words and the phone.
+        # Only a new message's own fields, so one statement on PostgreSQL
+        # (writer.creates_alone): no BEGIN/COMMIT round trips before the first words.
         self.message = await self.deps.write_alone(
             lambda session: create_message(
                 session, self.run.thread_id, role="assistant", content=content, run_id=self.run.id

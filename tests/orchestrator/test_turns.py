@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from sqlalchemy import Engine, event
 
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
 from tests.support.result_schemas import assert_matches_result_schema
+from tests.support.statements import statements_everywhere
 
 BOTH_DOORS = True  # every test runs through both paths of the model door
 
@@ -160,19 +158,11 @@ async def test_a_streamed_replys_message_is_created_by_one_statement(
     write is one statement, without BEGIN and COMMIT round trips around it."""
     api.llm.script(Text("One, two, three, four.", pieces=4, pause=0.1))
     thread_id = await api.new_thread()
-    inserts: list[bool] = []  # per message insert: was it in a transaction of its own?
-
-    def executed(connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if "INSERT INTO thread_messages" in statement:
-            level = connection.get_execution_options().get("isolation_level")
-            inserts.append(level != "AUTOCOMMIT")
-
-    event.listen(Engine, "before_cursor_execute", executed)  # the app's and the runner's
-    try:
+    with statements_everywhere() as seen:
         run = (await api.post(thread_id, "count")).json()["run"]
         assert (await api.wait_run(thread_id, run["id"]))["status"] == "completed"
-    finally:
-        event.remove(Engine, "before_cursor_execute", executed)
+    # per message insert: did it run in a transaction?
+    inserts = [not alone for statement, alone in seen if "INSERT INTO thread_messages" in statement]
     answer = (await api.messages(thread_id))[-1]
     assert answer["content"] == "One, two, three, four."
     postgres = api.db.get_bind().dialect.name == "postgresql"

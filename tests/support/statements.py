@@ -17,8 +17,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import Engine, event
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+
+def autocommit(connection: Any) -> bool:
+    """Whether statements on `connection` run without BEGIN/COMMIT (app/db/reads.py)."""
+    return connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+
+
+@contextmanager
+def statements_everywhere() -> Iterator[list[tuple[str, bool]]]:
+    """Every statement any engine of this process runs (the app's, the runner's), each
+    with whether it ran in AUTOCOMMIT, outside any transaction."""
+    seen: list[tuple[str, bool]] = []
+
+    def executed(connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        seen.append((statement, autocommit(connection)))
+
+    event.listen(Engine, "before_cursor_execute", executed)
+    try:
+        yield seen
+    finally:
+        event.remove(Engine, "before_cursor_execute", executed)
 
 
 @contextmanager
@@ -26,9 +47,6 @@ def driver_statements(engine: AsyncEngine) -> Iterator[list[str]]:
     seen: list[str] = []
     sync_engine = engine.sync_engine
     lazy = engine.dialect.name == "sqlite"  # pysqlite's BEGIN waits for a write
-
-    def autocommit(connection: Any) -> bool:
-        return connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
 
     def executed(connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
         if statement.lstrip().upper().startswith("PRAGMA"):
