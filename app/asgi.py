@@ -17,6 +17,7 @@ from app.accounts.token_cache import TokenCache
 from app.agents.controllers import AgentController
 from app.agents.delegates import provide_specialist_tools
 from app.cli.plugin import CLIPlugin
+from app.connections.controllers import McpOAuthCallbackController, McpServerController
 from app.db.config import build_sqlalchemy_config
 from app.db.schema import schema_lifespan
 from app.db.session import session_dependency
@@ -35,10 +36,10 @@ from app.lib.requests import ApiRequest
 from app.lib.security import add_security_headers
 from app.observability.plugin import observability_plugins
 from app.openai_compat.controllers import OpenAIController
-from app.orchestrator.approval_controller import ApprovalController
-from app.orchestrator.device_result_controller import DeviceResultController
-from app.orchestrator.input_answers import InputAnswerController
 from app.orchestrator.plugin import OrchestratorPlugin
+from app.orchestrator.waits.approval_controller import ApprovalController
+from app.orchestrator.waits.device_result_controller import DeviceResultController
+from app.orchestrator.waits.input_answers import InputAnswerController
 from app.push.controllers import LiveActivityController
 from app.push.plugin import PushPlugin
 from app.realtime.channels import RealtimeChannels
@@ -48,12 +49,11 @@ from app.tasks.controllers import TaskController
 from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
-from app.tools import instances as tool_instances
 from app.tools.controllers import ToolController
-from app.tools.mcp.controllers import McpOAuthCallbackController, McpServerController
 from app.tools.mcp.plugin import McpPlugin
-from app.tools.registry import get_registry
-from app.tools.toolsets import install_tool_actions, load_agent_types
+from app.tools.runtime import instances as tool_instances
+from app.tools.runtime.registry import get_registry
+from app.tools.runtime.toolsets import install_tool_actions, load_agent_types
 from app.usage.controllers import UsageController
 
 # Every route of the app, in one place.

@@ -14,7 +14,7 @@ import pytest
 
 APP = Path(__file__).resolve().parent.parent / "app"
 DOMAIN_PACKAGES = ("agents", "tasks", "memories", "accounts")
-TOOLS_ABOVE_CONTRACT = ("app.tools.builtin", "app.tools.registry")
+TOOLS_ABOVE_CONTRACT = ("app.tools.builtin", "app.tools.runtime.registry")
 LAYERS_ABOVE_TOOLS = ("app.agents", "app.tasks", "app.memories", "app.threads", "app.orchestrator")
 CONTRACT_MODULES = ("base", "errors", "validation", "schema", "toolsets", "device")
 
@@ -61,15 +61,15 @@ def python_files(*folders: Path) -> list[Path]:
 def test_the_import_parser_sees_every_form() -> None:
     """The rules cannot pass by not seeing an import (guards the checks below)."""
     source = (
-        "import app.tools.registry\n"
+        "import app.tools.runtime.registry\n"
         "from app.tools import builtin\n"
         "def f():\n    from ..tools.registry import get_registry\n"
     )
     imported = imported_modules(source, "app.agents")
     assert forbidden_among(imported, TOOLS_ABOVE_CONTRACT) == [
         "app.tools.builtin",
-        "app.tools.registry",
-        "app.tools.registry.get_registry",
+        "app.tools.runtime.registry",
+        "app.tools.runtime.registry.get_registry",
     ]
 
 

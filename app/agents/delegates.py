@@ -1,5 +1,5 @@
 """A specialist agent as a tool: its `ask_<slug>` name, its definition, and which of them
-an agent is offered (delegation: app/orchestrator/delegation.py runs the calls).
+an agent is offered (delegation: app/orchestrator/loop/delegation.py runs the calls).
 
 GET /api/tools and an agent's `tools` list them from here, so the app shows the same
 ask_* tools the model is given.
@@ -16,8 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent, User
 from app.settings import Settings
+from app.tools.runtime.toolsets import agent_types, get_agent_type
 from app.tools.specialists import SpecialistTool
-from app.tools.toolsets import agent_types, get_agent_type
 
 PREFIX = "ask_"
 SPECIALIST_TYPE = "specialist"

@@ -9,7 +9,7 @@ import msgspec
 from app.agents.delegates import offered_to
 from app.agents.schemas import AgentRead
 from app.db.models import Agent
-from app.tools.toolsets import effective_tools
+from app.tools.runtime.toolsets import effective_tools
 
 _COLUMNS = tuple(name for name in AgentRead.__struct_fields__ if name != "tools")
 

@@ -13,7 +13,7 @@ from app.agents.delegates import owned_specialists
 from app.agents.schemas import AgentUpdate
 from app.db.models import Agent, User
 from app.lib.problems import ProblemException
-from app.tools.toolsets import (
+from app.tools.runtime.toolsets import (
     agent_type_names,
     is_enableable_tool_name,
     is_known_agent_type,

@@ -51,7 +51,7 @@ class OrchestratorPlugin(InitPluginProtocol):
     @asynccontextmanager
     async def _pg_wakeups(self, app: Litestar) -> AsyncIterator[None]:
         """Wake other processes' runners at once (also from a process without a runner)."""
-        from app.orchestrator.pg_wakeups import PgWakeups
+        from app.orchestrator.scheduling.pg_wakeups import PgWakeups
 
         wakeups = PgWakeups(self.settings)
         await wakeups.start()

@@ -27,12 +27,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.db import clock
 from app.db.models import Run
 from app.observability import metrics
-from app.orchestrator import notify, runs
-from app.orchestrator.context import RunnerDeps
-from app.orchestrator.delta_pace import DeltaPace
-from app.orchestrator.loop_lag import LagProbe
-from app.orchestrator.queue_places import QueuePlaces
-from app.orchestrator.runner import RunExecution
+from app.orchestrator.loop.context import RunnerDeps
+from app.orchestrator.loop.delta_pace import DeltaPace
+from app.orchestrator.loop.loop_lag import LagProbe
+from app.orchestrator.loop.runner import RunExecution
+from app.orchestrator.scheduling import notify, runs
+from app.orchestrator.scheduling.queue_places import QueuePlaces
 from app.settings import Settings
 from app.threads.fence import Lease
 

@@ -36,7 +36,7 @@ from litestar.events import listener
 from litestar.plugins import InitPluginProtocol
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from app.orchestrator import notify
+from app.orchestrator.scheduling import notify
 from app.realtime.events import Frame
 from app.realtime.fanout import Fanout, Listener
 from app.realtime.redis_pubsub import RedisPubSubBackend
@@ -136,7 +136,7 @@ class RealtimeChannels(InitPluginProtocol):
         self.publish(encode_revoked(token_digest), self.control_channel)
 
     def relay_wakeup(self, payload: str) -> None:
-        """Carry a runner wake-up (app/orchestrator/notify.py) to the other processes."""
+        """Carry a runner wake-up (app/orchestrator/scheduling/notify.py) to the other processes."""
         self.publish(encode_wakeup(payload), self.control_channel)
 
     async def backend_ready(self) -> bool | None:

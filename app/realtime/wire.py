@@ -15,7 +15,7 @@ the row from the database, which it does for any gap anyway.
 The control channel (one per deployment, see channels.py) carries probes too, and
 
     x<token digest>\\n               a token was revoked: close its sockets
-    w<wake-up>\\n                   a run queued, a cancel, an approval (app/orchestrator/notify.py)
+    w<wake-up>\\n                   a run queued, a cancel, an approval (app/orchestrator/scheduling/notify.py)
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Threads and the orchestrator say *what* changed (a message, a run, streamed text, a run
 queued or asked to stop); whoever delivers it registers a `ChangeSink` at startup:
-app/realtime/sink.py turns changes into websocket frames, app/orchestrator/notify.py
+app/realtime/sink.py turns changes into websocket frames, app/orchestrator/scheduling/notify.py
 wakes the embedded runner. Nothing here knows about either.
 
 Stored changes are snapshotted when written (the read Struct of that moment) and handed

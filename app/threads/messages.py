@@ -16,7 +16,7 @@ from app.threads import repository
 from app.threads.runs import queue_run
 from app.threads.schemas import MessageCreate
 from app.threads.writer import create_message, lock_thread
-from app.tools.toolsets import get_agent_type
+from app.tools.runtime.toolsets import get_agent_type
 
 
 async def get_message(session: AsyncSession, thread: Thread, message_id: UUID) -> ThreadMessage:

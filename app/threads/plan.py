@@ -1,6 +1,6 @@
 """The plan cell: a planner run's plan and each step's status, as the app renders it.
 
-A planner agent's run first asks the model for a plan (app/orchestrator/planner.py); the
+A planner agent's run first asks the model for a plan (app/orchestrator/loop/planner.py); the
 plan is stored on one assistant message (`thread_messages.plan`) whose every change
 gets a new `seq`, like a tool cell. This module owns the plan's shape and transitions:
 

@@ -2,7 +2,7 @@
 
 A run is the unit of work: queued -> running (under a lease the runner renews) ->
 completed | failed | cancelled. The runner's side (claim, lease, finish, reap) is
-app/orchestrator/runs.py. Every change is announced after commit (app/threads/changes.py).
+app/orchestrator/scheduling/runs.py. Every change is announced after commit (app/threads/changes.py).
 """
 
 from __future__ import annotations

@@ -188,7 +188,7 @@ class ToolContext:
 
 
 class Tool:
-    """Subclass per domain; register an instance in app/tools/registry.py."""
+    """Subclass per domain; register an instance in app/tools/runtime/registry.py."""
 
     name: ClassVar[str]
     description: ClassVar[str]

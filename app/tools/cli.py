@@ -12,8 +12,8 @@ tools_group = app_group("tools", "Inspect tools and migrate agents' tools.")
 
 @tools_group.command(name="list", help="Tools, their actions and the agent types offering them.")
 def list_tools_command() -> None:
-    from app.tools.registry import get_registry
-    from app.tools.toolsets import agent_types_offering
+    from app.tools.runtime.registry import get_registry
+    from app.tools.runtime.toolsets import agent_types_offering
 
     for tool in get_registry().catalog():
         types = ", ".join(agent_types_offering(tool.name)) or "(no agent type)"
@@ -44,7 +44,7 @@ def list_tools_command() -> None:
 @with_app
 def consolidate_command(app: Litestar, dry_run: bool, reverse: bool) -> None:
     from app.cli.commands import run_in_session
-    from app.tools.consolidate import rewrite_enabled_tools
+    from app.tools.runtime.consolidate import rewrite_enabled_tools
 
     changes = run_in_session(
         app, lambda session: rewrite_enabled_tools(session, reverse=reverse, dry_run=dry_run)

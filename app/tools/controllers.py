@@ -12,9 +12,9 @@ from app.accounts.deps import SECURITY
 from app.db.models import User
 from app.lib.problems import problems
 from app.lib.schema import Schema
-from app.tools.registry import ToolCatalogEntry, get_registry
+from app.tools.runtime.registry import ToolCatalogEntry, get_registry
+from app.tools.runtime.toolsets import agent_types_offering
 from app.tools.specialists import SpecialistTool
-from app.tools.toolsets import agent_types_offering
 
 
 class ToolRead(Schema):

@@ -2,7 +2,7 @@
 
 The executor is the one place that emits them (a tool's `ctx.progress(...)` and
 `ctx.output(chunk)` become `on_progress` and `on_output`), so the orchestrator (which
-writes the tool message and streams the output: app/orchestrator/cell_stream.py),
+writes the tool message and streams the output: app/orchestrator/loop/cell_stream.py),
 logging and tests all see the same sequence for every call:
 
     on_start -> (on_progress | on_output)* -> on_end | on_error

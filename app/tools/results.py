@@ -120,7 +120,7 @@ def error_data(
 def data_types() -> list[type[ToolData]]:
     """Every kind of `data`, by its tag: the members of the published union."""
     from app.tools.mcp.tool import McpToolResult
-    from app.tools.registry import builtin_tools
+    from app.tools.runtime.registry import builtin_tools
 
     kinds = {s for tool in builtin_tools() for s in tool.results.values()}
     kinds |= {McpToolResult, DelegationResult, DeviceToolOutput, ToolProgress, ToolError}

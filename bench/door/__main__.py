@@ -29,9 +29,9 @@ import aiohttp
 import msgspec
 
 from app.orchestrator.door import openai_client
-from app.orchestrator.llm import ModelTarget, stream_turn
-from app.tools.registry import get_registry
-from app.tools.toolsets import load_agent_types
+from app.orchestrator.door.llm import ModelTarget, stream_turn
+from app.tools.runtime.registry import get_registry
+from app.tools.runtime.toolsets import load_agent_types
 from bench.common import start_url_process
 
 MESSAGES = [

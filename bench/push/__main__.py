@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 from app.db.models import Device, PushDelivery, PushEvent, Run, Thread, push_presence
 from app.db.models.run import RunStatus
 from app.lib.time import utcnow
-from app.orchestrator.runs import finish_run
+from app.orchestrator.scheduling.runs import finish_run
 from app.push import events
 from app.push.apns import ApnsClient
 from app.push.events import PushHook

@@ -7,7 +7,7 @@ import asyncio
 import time
 from uuid import UUID
 
-from app.orchestrator import notify
+from app.orchestrator.scheduling import notify
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
 

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app import create_app
 from app.orchestrator.door import openai_client as door_http
 from app.settings import Settings
-from app.tools.toolsets import load_agent_types
+from app.tools.runtime.toolsets import load_agent_types
 from tests.conftest import _empty_all_tables, running_lifespan
 from tests.orchestrator.openai_client import openai_base_url, openai_client  # noqa: F401
 from tests.orchestrator.support import FrameRecorder, OrchestratorApi
@@ -67,7 +67,7 @@ def settings_overrides() -> dict:
     return {}
 
 
-DOORS = ("fast", "litellm")  # the model door's two paths (see app/orchestrator/llm.py)
+DOORS = ("fast", "litellm")  # the model door's two paths (see app/orchestrator/door/llm.py)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

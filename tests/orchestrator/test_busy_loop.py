@@ -11,7 +11,8 @@ from uuid import UUID, uuid4
 import pytest
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from app.orchestrator import notify, worker
+from app.orchestrator import worker
+from app.orchestrator.scheduling import notify
 from app.orchestrator.worker import RunWorker
 from app.realtime.events import RunFrame
 from app.settings import Settings

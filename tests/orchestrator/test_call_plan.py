@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.db.models import Agent
-from app.orchestrator.call_plan import (
+from app.orchestrator.loop.call_plan import (
     AwaitsApproval,
     Delegate,
     Duplicate,
@@ -20,11 +20,11 @@ from app.orchestrator.call_plan import (
     TurnRules,
     plan_turn,
 )
-from app.orchestrator.context import LoopSpec, RunState
+from app.orchestrator.loop.context import LoopSpec, RunState
 from app.tools.base import ToolResult
-from app.tools.executor import ToolCallCache
-from app.tools.registry import get_registry
-from app.tools.toolsets import AgentTypeConfig, load_agent_types
+from app.tools.runtime.executor import ToolCallCache
+from app.tools.runtime.registry import get_registry
+from app.tools.runtime.toolsets import AgentTypeConfig, load_agent_types
 
 
 @pytest.fixture(autouse=True)

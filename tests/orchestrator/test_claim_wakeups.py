@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.orchestrator import notify, runs
+from app.orchestrator.scheduling import notify, runs
 from tests.orchestrator.claim_wakeups import LONG_POLL, waiting_run_starts_when_the_first_ends
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Text

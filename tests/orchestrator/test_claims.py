@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.db.models import Run, RunStatus, Thread, ThreadMessage
 from app.db.reads import reading
 from app.lib.time import utcnow
-from app.orchestrator import runs
+from app.orchestrator.scheduling import runs
 from app.threads.fence import Fenced, Lease
 from app.threads.writer import create_message
 from tests.conftest import ApiUser, make_api_user

@@ -18,7 +18,7 @@ from advanced_alchemy.extensions.litestar import SQLAlchemyPlugin
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from app import create_app
-from app.orchestrator.outage import DB_UNREACHABLE, DB_UNREACHABLE_CELL
+from app.orchestrator.loop.outage import DB_UNREACHABLE, DB_UNREACHABLE_CELL
 from tests.conftest import make_api_user, running_lifespan
 from tests.orchestrator.conftest import orchestrator_settings
 from tests.orchestrator.support import FrameRecorder
@@ -55,7 +55,7 @@ class _Seen(logging.Handler):
 @pytest.fixture
 async def retrying() -> AsyncIterator[asyncio.Event]:
     handler = _Seen("retrying a run's last write")
-    logger = logging.getLogger("app.orchestrator.outage")
+    logger = logging.getLogger("app.orchestrator.loop.outage")
     logger.addHandler(handler)
     try:
         yield handler.event

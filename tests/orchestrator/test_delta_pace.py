@@ -7,8 +7,8 @@ import itertools
 
 import pytest
 
-from app.orchestrator.delta_pace import LAG_HIGH, LAG_LOW, DeltaPace
-from app.orchestrator.loop_lag import LagProbe, LoopLag
+from app.orchestrator.loop.delta_pace import LAG_HIGH, LAG_LOW, DeltaPace
+from app.orchestrator.loop.loop_lag import LagProbe, LoopLag
 
 
 def settled(pace: DeltaPace, lag: float, rounds: int = 200) -> float:

@@ -14,7 +14,7 @@ from aiohttp import web
 from prometheus_client import REGISTRY
 
 from app.orchestrator.door import openai_client, profiles
-from app.orchestrator.llm import LLMError, ModelTarget, stream_turn
+from app.orchestrator.door.llm import LLMError, ModelTarget, stream_turn
 
 LIMIT = "toolcells_model_door_connection_limit"
 MESSAGES = [{"role": "user", "content": "hi"}]

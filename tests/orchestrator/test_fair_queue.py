@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import Run, RunStatus
 from app.lib.time import utcnow
-from app.orchestrator import runs
+from app.orchestrator.scheduling import runs
 from tests.conftest import ApiUser, make_api_user
 from tests.support.rows import new_run, new_threads
 

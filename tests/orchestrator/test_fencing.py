@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import Run, RunStatus, Thread, ThreadMessage
 from app.lib.time import utcnow
-from app.orchestrator import runs
+from app.orchestrator.scheduling import runs
 from app.threads import activity as cell
 from app.threads import fence
 from app.threads.fence import Lease

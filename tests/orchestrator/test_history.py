@@ -5,7 +5,7 @@ from __future__ import annotations
 from uuid import uuid4
 
 from app.db.models import ThreadMessage
-from app.orchestrator.history import to_model_messages
+from app.orchestrator.loop.history import to_model_messages
 
 
 def _row(position: int, role: str, run_id=None, **fields) -> ThreadMessage:

@@ -13,14 +13,14 @@ import pytest
 
 from app.orchestrator.door import model_info, openai_client, profiles
 from app.orchestrator.door.litellm_client import map_error
-from app.orchestrator.door.types import ModelCall, Prices, Usage
-from app.orchestrator.llm import (
+from app.orchestrator.door.llm import (
     LLMError,
     ModelTarget,
     ModelTurn,
     context_window,
     stream_turn,
 )
+from app.orchestrator.door.types import ModelCall, Prices, Usage
 from tests.support.fake_llm import Call, Error, FakeLLM, Raw, Text, ToolCalls
 
 TOOLS = [

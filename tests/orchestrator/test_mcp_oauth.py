@@ -18,14 +18,14 @@ import yaml
 from cryptography.fernet import Fernet
 from sqlalchemy import func, select, update
 
+from app.connections import oauth_refresh
+from app.connections.oauth_discovery import Challenge, OAuthUnavailable, discover
+from app.connections.vault import Vault
 from app.db import clock
 from app.db.models import McpConnection, McpOAuthState
 from app.lib.time import utcnow
 from app.settings import Settings
-from app.tools.mcp import oauth_refresh
-from app.tools.mcp.config import McpServerSpec
-from app.tools.mcp.oauth_discovery import Challenge, OAuthUnavailable, discover
-from app.tools.mcp.vault import Vault
+from app.tools.mcp_config import McpServerSpec
 from tests.conftest import make_api_user
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from app.orchestrator.llm import fit_to_context
+from app.orchestrator.door.llm import fit_to_context
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Error, Text
 

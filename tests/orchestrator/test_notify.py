@@ -1,4 +1,4 @@
-"""Wake-ups within a process and to the others (app/orchestrator/notify.py): a run queued
+"""Wake-ups within a process and to the others (app/orchestrator/scheduling/notify.py): a run queued
 here goes to this process's runner, and to the other processes only when no runner here
 takes it; cancels and approvals go to every process; echoes of our own are ignored."""
 
@@ -9,7 +9,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from app.orchestrator import notify
+from app.orchestrator.scheduling import notify
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from app.orchestrator.door.llm import ModelTarget, target_for
 from app.orchestrator.door.profiles import ProfileError, load_profiles
-from app.orchestrator.llm import ModelTarget, target_for
 from tests.orchestrator.support import OrchestratorApi
 from tests.support import provider_streams as shapes
 from tests.support.fake_llm import FakeLLM, Text

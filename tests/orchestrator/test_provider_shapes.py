@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from app.orchestrator.door import openai_client
-from app.orchestrator.llm import LLMError, ModelTarget, ModelTurn, stream_turn
+from app.orchestrator.door.llm import LLMError, ModelTarget, ModelTurn, stream_turn
 from tests.support import provider_streams as shapes
 from tests.support.fake_llm import FakeLLM
 

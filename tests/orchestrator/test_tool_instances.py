@@ -13,7 +13,7 @@ import yaml
 
 from app import create_app
 from app.settings import Settings
-from app.tools.toolsets import AgentTypesError, load_agent_types
+from app.tools.runtime.toolsets import AgentTypesError, load_agent_types
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
 from tests.support.test_tools import register_test_tools, write_agent_types

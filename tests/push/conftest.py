@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app import create_app
-from app.tools.toolsets import load_agent_types
+from app.tools.runtime.toolsets import load_agent_types
 from tests.conftest import _empty_all_tables
 from tests.orchestrator.conftest import agent_types_file, fake_llm, orchestrator_settings
 from tests.orchestrator.support import FrameRecorder, OrchestratorApi

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 import app.orchestrator.worker  # noqa: F401  (imports litellm now, not in the server's startup)
-from app.tools.toolsets import load_agent_types
+from app.tools.runtime.toolsets import load_agent_types
 from tests.conftest import ApiUser
 from tests.realtime.conftest import ServerFactory, new_thread
 from tests.realtime.support import Server, WsClient

@@ -11,8 +11,8 @@ import yaml
 
 from app.tasks.services import create_task
 from app.tools.base import Tool, ToolContext, ToolResult
-from app.tools.registry import get_registry
-from app.tools.toolsets import DEFAULT_AGENT_TYPES_FILE
+from app.tools.runtime.registry import get_registry
+from app.tools.runtime.toolsets import DEFAULT_AGENT_TYPES_FILE
 
 TEST_TOOLS = [
     "test_echo",

@@ -14,8 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.settings import Settings
 from app.tools.base import ToolContext, ToolResult
 from app.tools.events import RecordingToolEvents
-from app.tools.executor import ToolCallCache, execute_tool_call
-from app.tools.toolsets import effective_tools
+from app.tools.runtime.executor import ToolCallCache, execute_tool_call
+from app.tools.runtime.toolsets import effective_tools
 from tests.conftest import ApiUser
 from tests.factories import ThreadFactory
 
@@ -102,8 +102,8 @@ async def harness(make_harness: MakeHarness, alice: ApiUser) -> ToolHarness:
 @pytest.fixture
 def use_tools(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
     """Swap the process registry for one holding these tool instances (builtins otherwise)."""
-    import app.tools.executor as executor
-    from app.tools import registry as registry_module
+    import app.tools.runtime.executor as executor
+    from app.tools.runtime import registry as registry_module
 
     def install(*tools: Any) -> None:
         by_name = {tool.name: tool for tool in tools}

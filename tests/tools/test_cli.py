@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent
-from app.tools.consolidate import consolidated, expanded, rewrite_enabled_tools
+from app.tools.runtime.consolidate import consolidated, expanded, rewrite_enabled_tools
 from tests.conftest import ApiUser
 from tests.factories import AgentFactory
 from tests.support.cli import litestar

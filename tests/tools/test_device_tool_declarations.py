@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.tools.registry import get_registry
-from app.tools.toolsets import (
+from app.tools.runtime.registry import get_registry
+from app.tools.runtime.toolsets import (
     AgentTypesError,
     device_tools,
     effective_tools,

@@ -11,9 +11,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Task
-from app.tools import registry as registry_module
 from app.tools.base import Tool, ToolContext, ToolResult
-from app.tools.executor import SAFE_SYSTEM_ERROR, parse_call, parsed_input
+from app.tools.runtime import registry as registry_module
+from app.tools.runtime.executor import SAFE_SYSTEM_ERROR, parse_call, parsed_input
 from tests.tools.conftest import ToolHarness
 
 
@@ -137,7 +137,7 @@ class _FlakyTool(Tool):
 def flaky(monkeypatch: pytest.MonkeyPatch, harness: ToolHarness) -> ToolHarness:
     reg = registry_module.ToolRegistry([*registry_module.builtin_tools(), _FlakyTool()])
     monkeypatch.setattr(registry_module, "get_registry", lambda: reg)
-    import app.tools.executor as executor
+    import app.tools.runtime.executor as executor
 
     monkeypatch.setattr(executor, "get_registry", lambda: reg)
     _FlakyTool.calls.clear()

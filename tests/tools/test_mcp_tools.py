@@ -16,14 +16,14 @@ import pytest
 
 from app.tools.base import ToolContext, ToolResult
 from app.tools.events import RecordingToolEvents
-from app.tools.executor import ToolCallCache, execute_tool_call
 from app.tools.mcp import catalog as catalog_module
 from app.tools.mcp.catalog import McpCatalog
-from app.tools.mcp.config import McpServerSpec, declaration_problem
 from app.tools.mcp.demo_server import RunningServer
 from app.tools.mcp.naming import tool_name
 from app.tools.mcp.tool import McpTool
-from app.tools.registry import ToolRegistry
+from app.tools.mcp_config import McpServerSpec, declaration_problem
+from app.tools.runtime.executor import ToolCallCache, execute_tool_call
+from app.tools.runtime.registry import ToolRegistry
 from tests.support.mcp_servers import TOKEN, bearer_required, build_test_app, running
 
 ALLOWED = ["count", "echo", "fail", "hang", "grow", "extra"]

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Task
-from app.tools.executor import parse_call
+from app.tools.runtime.executor import parse_call
 from tests.conftest import ApiUser
 from tests.tools.conftest import MakeHarness, ToolHarness
 

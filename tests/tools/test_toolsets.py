@@ -13,9 +13,9 @@ from app import create_app
 from app.agents.serializers import agent_read
 from app.db.models import Agent
 from app.settings import Settings
-from app.tools import toolsets
-from app.tools.registry import get_registry
-from app.tools.toolsets import (
+from app.tools.runtime import toolsets
+from app.tools.runtime.registry import get_registry
+from app.tools.runtime.toolsets import (
     AgentTypesError,
     effective_tools,
     get_agent_type,

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
+from app.lib.net.fetch import FetchPolicy
 from app.tools.builtin.web import WebTool
-from app.tools.net.fetch import FetchPolicy
 from tests.support.result_schemas import assert_matches_result_schema
 from tests.tools.http_servers import Response, html, redirect
 from tests.tools.web_support import WebEnv

@@ -11,7 +11,7 @@ import ipaddress
 
 import pytest
 
-from app.tools.net.ssrf import (
+from app.lib.net.ssrf import (
     FetchBlocked,
     blocked_reason,
     check_resolved,

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import pytest
 import trustme
 
+from app.lib.net.fetch import FetchPolicy
 from app.tools.builtin.web import WebTool
-from app.tools.net.fetch import FetchPolicy
 from tests.tools.http_servers import LocalServer, canary_handler
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""A user's own connection to a per-user MCP server: the token, encrypted (app/tools/mcp/vault.py),
+"""A user's own connection to a per-user MCP server: the token, encrypted (app/connections/vault.py),
 and the pending OAuth authorizations that lead to one."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class McpConnection(Base):
     oauth_ciphertext: Mapped[str | None] = mapped_column(Text, default=None)
     expires_at: Mapped[datetime | None] = mapped_column(DateTimeUTC(timezone=True), default=None)
     # Until when a process refreshes the access token (database clock): the others wait for
-    # its token rather than spend the same refresh token twice (app/tools/mcp/oauth_refresh.py).
+    # its token rather than spend the same refresh token twice (app/connections/oauth_refresh.py).
     refresh_claimed_until: Mapped[datetime | None] = mapped_column(
         DateTimeUTC(timezone=True), default=None
     )

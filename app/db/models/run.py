@@ -64,7 +64,7 @@ class Run(Base):
     # (app/push/events.py). Cleared when the sender fans it out.
     push_due: Mapped[bool | None] = mapped_column(Boolean, default=None)
     # The run's model usage, summed over its model calls as the providers reported them
-    # (app/orchestrator/usage.py); None until its end. The cost in billionths of a USD, an
+    # (app/orchestrator/door/usage.py); None until its end. The cost in billionths of a USD, an
     # integer (sums exactly; a float column's result processing on asyncpg needs the
     # column's type code, which app/db/direct.py's prebuilt reads do not give): None, no
     # price known.

@@ -8,7 +8,7 @@
 - `model_info`: litellm's public model map (context windows, prices, token counts);
 - `profiles`: named provider profiles (kind, base URL, key's variable, headers, prices).
 
-`app/orchestrator/llm.py` holds the registry (kind -> client) and the retry loop.
+`app/orchestrator/door/llm.py` holds the registry (kind -> client) and the retry loop.
 """
 
 import os

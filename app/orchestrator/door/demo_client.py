@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import msgspec
 
-from app.orchestrator.demo_model import demo_plan, demo_reply, split_text
+from app.orchestrator.door.demo_model import demo_plan, demo_reply, split_text
 from app.orchestrator.door.types import (
     Choice,
     Chunk,

@@ -1,1 +1,1 @@
-"""The builtin domain tools (registered in app/tools/registry.py)."""
+"""The builtin domain tools (registered in app/tools/runtime/registry.py)."""

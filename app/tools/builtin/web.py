@@ -9,13 +9,13 @@ from typing import Annotated
 import httpx
 import msgspec
 
+from app.lib.net.fetch import FetchPolicy, SafeFetcher
+from app.lib.net.resolver import Resolver
+from app.lib.net.ssrf import normalize_host
 from app.lib.schema import Schema
 from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 from app.tools.builtin.demo_search import demo_hits, uses_demo_search
 from app.tools.builtin.web_fetch import WebFetchResult, bytes_reporter, fetch_page
-from app.tools.net.fetch import FetchPolicy, SafeFetcher
-from app.tools.net.resolver import Resolver
-from app.tools.net.ssrf import normalize_host
 
 RESULT_LIMIT = 10
 MAX_SEARCHES_PER_RUN = 10

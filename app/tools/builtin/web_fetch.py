@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-from app.lib.time import utcnow
-from app.tools.base import ToolContext, ToolData, ToolResult
-from app.tools.net.fetch import BytesReceived, FetchBlocked, FetchFailed, RawPage, SafeFetcher
-from app.tools.net.readable import (
+from app.lib.net.fetch import BytesReceived, FetchBlocked, FetchFailed, RawPage, SafeFetcher
+from app.lib.net.readable import (
     SLICE_CHARS,
     decode,
     html_title,
@@ -16,6 +14,8 @@ from app.tools.net.readable import (
     is_text,
     stream_html_to_text,
 )
+from app.lib.time import utcnow
+from app.tools.base import ToolContext, ToolData, ToolResult
 from app.tools.results import ToolProgress
 
 MAX_CONTENT_CHARS = 40_000

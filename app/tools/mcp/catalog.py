@@ -19,9 +19,9 @@ import mcp.types as mcp_types
 from mcp.client.subscriptions import ListenNotSupportedError
 
 from app.tools.base import Tool
-from app.tools.mcp.config import McpServerSpec
 from app.tools.mcp.connect import StatusWatch, connect, describe_failure, leaf_exceptions
 from app.tools.mcp.tool import McpTool
+from app.tools.mcp_config import McpServerSpec
 
 logger = logging.getLogger("app.tools.mcp")
 LIST_PAGES = 20  # a server's list is a few pages at most; a cursor that never ends stops here
@@ -48,8 +48,8 @@ class ServerTools:
 
 
 class McpCatalog:
-    """A `ToolSource` for the registry (app/tools/registry.py) and the names each server
-    offers for the toolsets (app/tools/toolsets.py)."""
+    """A `ToolSource` for the registry (app/tools/runtime/registry.py) and the names each server
+    offers for the toolsets (app/tools/runtime/toolsets.py)."""
 
     def __init__(self, servers: dict[str, McpServerSpec]) -> None:
         self.servers = {name: ServerTools(spec) for name, spec in servers.items()}
@@ -72,7 +72,7 @@ class McpCatalog:
     # -- refreshing --------------------------------------------------------------------
     def learn(self, server: str, listing: list[dict[str, Any]]) -> None:
         """A per-user server's tools, as a user's connection listed them (no credential of
-        the catalog's own can list them; app/tools/mcp/connections.py)."""
+        the catalog's own can list them; app/connections/services.py)."""
         entry = self.servers[server]
         tools = (McpTool(entry.spec, mcp_types.Tool.model_validate(raw)) for raw in listing)
         self._install(entry, {t.name: t for t in tools if entry.spec.allows(t.remote)})

@@ -17,7 +17,7 @@ from mcp import Client, MCPError
 from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 
-from app.tools.mcp.config import McpServerSpec
+from app.tools.mcp_config import McpServerSpec
 
 DENIED_STATUSES = frozenset({401, 403})
 

@@ -2,7 +2,7 @@
 `input_required` result, or an older server's `elicitation/create` request; the SDK's
 client hands both to one `elicitation_callback`).
 
-The request becomes the cell's `awaiting_input` (`ctx.ask`, app/orchestrator/input_requests.py)
+The request becomes the cell's `awaiting_input` (`ctx.ask`, app/orchestrator/loop/input_requests.py)
 with what the app needs to ask: the server's message and, in form mode, the JSON Schema of
 the answer (in URL mode, the URL to open). The user's `accept` / `decline` / `cancel` goes
 back to the server as the elicitation result; no answer in time is a `cancel` to the server

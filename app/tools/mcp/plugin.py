@@ -19,12 +19,12 @@ from litestar.config.app import AppConfig
 from litestar.plugins import InitPluginProtocol
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from app.connections.vault import Vault
 from app.settings import Settings
 from app.tools.mcp.catalog import McpCatalog
-from app.tools.mcp.config import McpServerSpec
-from app.tools.mcp.vault import Vault
-from app.tools.registry import get_registry
-from app.tools.toolsets import install_mcp_tool_names, mcp_servers, uninstall_mcp_tool_names
+from app.tools.mcp_config import McpServerSpec
+from app.tools.runtime.registry import get_registry
+from app.tools.runtime.toolsets import install_mcp_tool_names, mcp_servers, uninstall_mcp_tool_names
 
 if TYPE_CHECKING:
     from app.tools.mcp.demo_server import RunningServer
@@ -67,8 +67,8 @@ class McpPlugin(InitPluginProtocol):
     async def _per_user(self, catalog: McpCatalog) -> None:
         """Per-user servers: off without MCP_TOKEN_KEY (one line), else their tools as the
         latest connection listed them."""
-        from app.tools.mcp.connections import latest_listings, per_user_servers
-        from app.tools.mcp.vault import vault_from
+        from app.connections.services import latest_listings, per_user_servers
+        from app.connections.vault import vault_from
 
         if not per_user_servers():
             return

@@ -20,10 +20,10 @@ import msgspec
 
 from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 from app.tools.json_schema import invalid_arguments
-from app.tools.mcp.config import McpServerSpec
 from app.tools.mcp.connect import StatusWatch, connect, describe_failure
 from app.tools.mcp.elicitation import Elicitation
 from app.tools.mcp.naming import tool_name
+from app.tools.mcp_config import McpServerSpec
 from app.tools.results import ToolProgress
 from app.tools.schema import params_hint
 
@@ -151,8 +151,8 @@ class McpTool(Tool):
         once, for one more try (the refused request never reached the tool)."""
         if watch.denied != 401 or not self.spec.per_user or asking.asked:
             return None
-        from app.tools.mcp.connections import vault_or_none
-        from app.tools.mcp.oauth_refresh import bearer
+        from app.connections.oauth_refresh import bearer
+        from app.connections.services import vault_or_none
 
         vault = vault_or_none(ctx.settings.mcp_token_key)
         if vault is None:
@@ -222,8 +222,8 @@ def _compact(value: Any) -> str:
 async def bearer_for(ctx: ToolContext, spec: McpServerSpec) -> str | ToolResult:
     """The run's user's own token for a per-user server: only that user's runs use it
     (an expired OAuth access token is refreshed first)."""
-    from app.tools.mcp.connections import OFF, vault_or_none
-    from app.tools.mcp.oauth_refresh import bearer
+    from app.connections.oauth_refresh import bearer
+    from app.connections.services import OFF, vault_or_none
 
     vault = vault_or_none(ctx.settings.mcp_token_key)
     if vault is None:

@@ -1,0 +1,126 @@
+"""The assistant message of the model turn streaming right now: the only holder of it.
+
+`start` begins a turn; `append` takes each text delta. The message is created
+`GATHER_SECONDS` after the first delta, holding all the text that came by then; later
+text is announced as `delta` frames, at most one per the runner's delta window (50 ms,
+wider under load: delta_pace.py; a model streams a token or two per chunk: one frame each
+cost the server ~0.1 ms and the phone a wake-up per token, 500 for a long answer). A reply whose stream ends sooner (a short answer, a
+fast provider, text before tool calls) is never created half-written: `settle`, once the
+stream ended, drops the creation that has not begun, and the turn's end writes the
+message once, with its final text, in the transaction that ends the turn (one write and
+one frame instead of three round trips, two writes and two frames). `write` stores the
+message's final state. A turn that streamed nothing has no message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Run
+from app.orchestrator.loop.context import RunnerDeps
+from app.threads import changes
+from app.threads.fence import Fenced
+from app.threads.writer import Message, create_message, update_message
+
+logger = logging.getLogger(__name__)
+# A few tokens at a model's pace; well below what a reader notices before the first words.
+GATHER_SECONDS = 0.03
+
+
+class ReplyStream:
+    def __init__(self, deps: RunnerDeps, run: Run) -> None:
+        self.deps, self.run = deps, run
+        self.message: Message | None = None
+        self.text = ""
+        self._creating: asyncio.Task[None] | None = None
+        self._began = False
+        self._sent = 0  # characters of `text` in the message or announced
+        self._sent_at = -1.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        self._cancel_timer()
+        self.message, self.text, self._creating, self._began = None, "", None, False
+        self._sent, self._sent_at = 0, -1.0
+
+    async def append(self, delta: str) -> None:
+        self.text += delta
+        if self.message is not None:
+            self._announce_soon()
+        elif self._creating is None:
+            self._creating = asyncio.create_task(self._create())
+
+    def _announce_soon(self) -> None:
+        if self._timer is not None:
+            return  # the text will go with the frame already due
+        loop = asyncio.get_running_loop()
+        wait = self._sent_at + self.deps.pace.window - loop.time()
+        if wait <= 0:
+            self._announce()
+        else:
+            self._timer = loop.call_later(wait, self._announce)
+
+    def _announce(self) -> None:
+        self._timer = None
+        if self.message is not None and (unsent := self.text[self._sent :]):
+            changes.text_delta(self.run.thread_id, self.message.id, unsent)
+            self._sent = len(self.text)
+            self._sent_at = asyncio.get_running_loop().time()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    async def _create(self) -> None:
+        await asyncio.sleep(GATHER_SECONDS)
+        self._began = True
+        content = self.text
+        # Only a new message's own fields, so one statement on PostgreSQL
+        # (writer.creates_alone): no BEGIN/COMMIT round trips before the first words.
+        self.message = await self.deps.write_alone(
+            lambda session: create_message(
+                session, self.run.thread_id, role="assistant", content=content, run_id=self.run.id
+            )
+        )
+        self._sent = len(content)
+        self._announce_soon()  # text that came while it was written
+
+    async def settle(self) -> None:
+        """The stream ended (or broke off): a creation not begun is dropped, one under way
+        finishes, text not yet announced is. Afterwards `message` is None when the message
+        is still to be written."""
+        task, self._creating = self._creating, None
+        if task is not None and not self._began:  # still gathering: nothing was written
+            task.cancel()
+        elif task is not None:
+            try:
+                await asyncio.shield(task)
+            except Fenced:
+                pass  # the run stops (runner.py says so, once)
+            except Exception:  # the end of the turn writes the message instead
+                logger.warning("run %s: creating the reply failed", self.run.id, exc_info=True)
+        self._cancel_timer()
+        self._announce()
+
+    async def write(self, session: AsyncSession, **fields: Any) -> bool:
+        """Update the streamed message in `session`; False when there is none (yet)."""
+        if self.message is None:
+            return False
+        await update_message(session, self.message, **fields)
+        return True
+
+    async def keep_streamed_text(self, session: AsyncSession) -> None:
+        """A run ending early keeps what was streamed so far (after `settle`)."""
+        if self.message is None:
+            if self.text:
+                await create_message(
+                    session, self.run.thread_id, role="assistant", content=self.text,
+                    run_id=self.run.id,
+                )  # fmt: skip
+        elif self.message.content != self.text:
+            await self.write(session, content=self.text)

@@ -1,0 +1,390 @@
+"""The loop of one run: model turn -> tool calls -> model turn … -> the answer.
+
+The run's agent streams its text into an assistant message (reply.py: created 30 ms
+after the first delta, later text published ephemerally, the final text written at the
+end); its tool calls become tool messages. A specialist the agent delegates to runs the
+same loop with its own toolset; its tool activities land in the same thread (marked
+`input.delegated_by`) and its answer is the delegating call's result.
+
+Whatever decides a turn's calls (the model, a request's pre-flight `tool_calls`, a
+planner's tool step, which its plan yields to this loop: planner.py) they go the one way
+of `_execute_turn`: planned (call_plan.py), recorded in one commit, executed
+(tool_calls.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import AsyncGenerator
+from dataclasses import replace
+from functools import lru_cache, partial
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.agents.delegates import delegate_definition, delegates_for
+from app.db.models import Agent, Run, RunStatus
+from app.observability import metrics
+from app.orchestrator.door import usage
+from app.orchestrator.door.llm import (
+    LLMError,
+    ModelTurn,
+    context_window,
+    fit_to_context,
+    stream_turn,
+)
+from app.orchestrator.loop import planner
+from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
+from app.orchestrator.loop.delegation import FALLBACK_TYPE, Outcome
+from app.orchestrator.loop.history import load_history
+from app.orchestrator.loop.outage import (
+    DB_UNREACHABLE,
+    DB_UNREACHABLE_CELL,
+    database_unreachable,
+    write_retrying,
+)
+from app.orchestrator.loop.reply import ReplyStream
+from app.orchestrator.loop.tool_calls import CallOutcome, ToolCallRunner
+from app.orchestrator.scheduling import runs
+from app.threads import fence, repository
+from app.threads.fence import Fenced, Lease
+from app.tools.base import ToolResult
+from app.tools.runtime.executor import bare_call_arguments
+from app.tools.runtime.registry import get_registry
+from app.tools.runtime.toolsets import (
+    action_limits,
+    effective_tools,
+    get_agent_type,
+    known_tool_names,
+)
+from app.tools.schema import narrow_actions
+from app.tools.validation import not_allowed
+
+logger = logging.getLogger(__name__)
+
+
+async def _ignore_text(_: str) -> None:
+    return None
+
+
+class RunExecution:
+    def __init__(self, deps: RunnerDeps, run: Run) -> None:
+        self.deps, self.run = deps, run
+        self.stop_reason: str | None = None  # "cancelled" | "shutdown"
+        self.reply = ReplyStream(deps, run)
+        self.task: asyncio.Task[None] | None = None
+        self.usage = usage.Usage()  # the run's tally, set for its task in `execute`
+        # Every write of the run carries its lease (app/threads/fence.py).
+        self.lease = Lease(run.id, deps.owner, run.lease_epoch)
+        self._ending = False  # `_end` is writing the run's end: it is not cancelled
+        self._fence_reported = False
+
+    def stop(self, reason: str) -> None:
+        """ "cancelled" | "shutdown" | "fenced" (the lease is lost: stop writing at once)."""
+        if self.stop_reason is None and self.task is not None and not self.task.done():
+            self.stop_reason = reason
+            if not self._ending:
+                self.task.cancel()
+
+    # -- lifecycle ---------------------------------------------------------------------
+    async def execute(self) -> None:
+        timeout = None
+        self.usage = usage.start_tally()  # the model door sums this run's calls into it
+        fence.hold(self.lease)  # for this task and every task it starts
+        try:
+            state, spec, messages = await self._prepare()
+            timeout = spec.config.run_timeout_seconds
+            async with asyncio.timeout(timeout) as deadline:
+                state.deadline = deadline
+                await self._main(state, spec, messages)
+        except asyncio.CancelledError:
+            if (task := asyncio.current_task()) is not None:
+                task.uncancel()
+            if self.stop_reason == "cancelled":
+                await self._end(RunStatus.CANCELLED, None, "cancelled", "Cancelled by the user.")
+            else:
+                await self._end(
+                    RunStatus.FAILED,
+                    "Interrupted: the server shut down.",
+                    "system_error",
+                    runs.INTERRUPTED,
+                )
+        except Fenced:  # refused before the worker could stop us (its task is cancelled)
+            self.stop_reason = "fenced"
+            await self._end(RunStatus.FAILED, None, "system_error", runs.INTERRUPTED)
+        except TimeoutError:
+            await self._end(
+                RunStatus.FAILED,
+                f"The run took longer than {timeout:g} seconds.",
+                "timeout",
+                "The run timed out.",
+            )
+        except LLMError as exc:
+            await self._end(
+                RunStatus.FAILED, exc.message, "system_error", "The run failed: " + exc.message
+            )
+        except Exception as exc:
+            if database_unreachable(exc):
+                logger.warning("run %s: the database is unreachable", self.run.id)
+                await self._end(
+                    RunStatus.FAILED, DB_UNREACHABLE, "system_error", DB_UNREACHABLE_CELL
+                )
+                return
+            logger.exception("run %s failed", self.run.id)
+            await self._end(
+                RunStatus.FAILED,
+                "Internal error while running the agent.",
+                "system_error",
+                runs.INTERRUPTED,
+            )
+
+    async def _end(
+        self, status: RunStatus, error: str | None, error_type: str, activity_error: str
+    ) -> None:
+        """Keep the text streamed so far, close open activities, end the run: one commit.
+        Fenced (the lease is lost): nothing, the run is someone else's to end."""
+
+        async def work(session: AsyncSession) -> None:
+            await self.reply.keep_streamed_text(session)
+            await runs.close_open_activities(
+                session, self.run.id, error_type=error_type, error=activity_error
+            )
+            spent = usage.end_values(self.usage)
+            await runs.finish_run(session, self.lease, status, error, spent)
+
+        self._ending = True
+        try:
+            await self.reply.settle()
+            await self.deps.settle()  # writes of the cancelled tasks land first
+            if self.stop_reason != "fenced":
+                seconds = self.deps.settings.runner_db_retry_seconds
+                await write_retrying(self.deps, work, seconds=seconds)
+        except Fenced:
+            self.stop_reason = "fenced"
+        except Exception:  # the lease reaper will still end it
+            logger.exception("could not end run %s", self.run.id)
+        if self.stop_reason == "fenced":
+            self._report_fenced()
+
+    def _report_fenced(self) -> None:
+        """One warning and one count per fenced run."""
+        if self._fence_reported:
+            return
+        self._fence_reported = True
+        metrics.fenced("run")
+        lease = self.lease
+        logger.warning(
+            "run %s: fenced, its lease (owner %s, epoch %d) is no longer this runner's; "
+            "stopped without writing more",
+            lease.run_id,
+            lease.owner,
+            lease.epoch,
+        )
+
+    async def _prepare(self) -> tuple[RunState, LoopSpec, list[dict[str, Any]]]:
+        async with self.deps.read_sessions() as session:
+            params = {"thread_id": self.run.thread_id, "agent_id": self.run.agent_id}
+            row = (await session.execute(repository.RUN_CONTEXT, params)).first()
+            if row is None:
+                raise LookupError("thread or agent is gone")
+            thread, agent, user = row
+            options = self.run.options or {}
+            config = get_agent_type(agent.agent_type) or FALLBACK_TYPE
+            allowed = effective_tools(agent.agent_type, agent.enabled_tools)
+            narrow = options.get("tools")
+            if narrow is not None:
+                allowed = [name for name in allowed if name in narrow]
+            specialists: list[Agent] = []
+            if config.delegation:
+                params = {"owner_id": user.id, "agent_id": agent.id}
+                specialists = list(await session.scalars(repository.SPECIALISTS, params))
+            delegates, disabled = delegates_for(specialists, narrow=narrow)
+            history = await load_history(session, thread.id, agent.system_prompt, self.run.id)
+        state = RunState(run=self.run, user=user, options=options, specialists=specialists)
+        spec = LoopSpec(
+            agent=agent,
+            config=config,
+            allowed=allowed,
+            actions=action_limits(agent.agent_type, agent.enabled_tools),
+            delegates=delegates,
+            disabled_delegates=disabled,
+        )
+        return state, spec, history
+
+    async def _main(self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]) -> None:
+        if state.options.get("tool_calls"):
+            await self._pre_execute(state, spec, messages)
+        if spec.config.planner:  # plan first, then run the plan's steps (planner.py)
+            text, note = await self._follow_plan(state, spec, messages)
+        else:
+            text, note = await self._loop(state, spec, messages)
+
+        run, lease = self.run, self.lease
+
+        spent = usage.end_values(self.usage)  # written with the run's end
+
+        async def work(session: AsyncSession) -> None:
+            if await self.reply.write(session, content=text) or not (text or note):
+                await runs.finish_run(session, lease, RunStatus.COMPLETED, usage=spent)
+                return
+            answer = {"role": "assistant", "content": text or note, "run_id": run.id}
+            await runs.finish_run_with_answer(session, lease, run.thread_id, answer, spent)
+
+        # Nothing streamed to update: one statement on PostgreSQL, without BEGIN/COMMIT.
+        alone = self.reply.message is None
+        await (self.deps.write_alone if alone else self.deps.write)(work)
+        self.reply.start()  # written: nothing left for an abrupt end to keep
+
+    # -- the loop ------------------------------------------------------------------------
+    def _tools_for(self, spec: LoopSpec) -> list[dict[str, Any]]:
+        # a fresh copy each time: providers' adapters may edit the dicts they are given
+        tools: list[dict[str, Any]] = msgspec.json.decode(
+            _function_definitions(tuple(spec.allowed), get_registry().generation)
+        )
+        for tool in tools:  # an agent allowed some actions only is offered only those
+            function = tool["function"]
+            if (only := spec.actions.get(function["name"])) is not None:
+                function["parameters"] = narrow_actions(function["parameters"], only)
+        offered = spec.delegates.items()
+        return tools + [delegate_definition(name, agent) for name, agent in offered]
+
+    async def _loop(
+        self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
+    ) -> Outcome:
+        tools = self._tools_for(spec) or None
+        target = self.deps.model_target(spec.agent, spec.model)
+        window = context_window(target.model, self.deps.settings.llm_context_tokens)
+        limit, repeats = spec.config.step_limit, 0
+        for _ in range(limit):
+            prompt = fit_to_context(target.model, messages, tools, window=window)
+            turn = await self._model_turn(spec, target, prompt, tools)
+            if not turn.tool_calls:
+                return turn.text, None
+            outcomes = await self._execute_turn(state, spec, turn, messages)
+            if any(done.spent_budget for done in outcomes):
+                return (
+                    None,
+                    f"I stopped here: this run used up its budget of {spec.config.tool_call_budget} tool calls.",
+                )
+            repeats = repeats + 1 if all(done.duplicate for done in outcomes) else 0
+            if repeats >= 2:
+                return (
+                    None,
+                    "I stopped here: I kept repeating the same tool calls without making progress.",
+                )
+        return (
+            None,
+            f"I stopped here: I reached the limit of {limit} steps for one request before finishing.",
+        )
+
+    async def _model_turn(
+        self, spec: LoopSpec, target: Any, prompt: list[dict[str, Any]], tools: Any
+    ) -> ModelTurn:
+        if not spec.writes_text:  # a specialist's text streams into its ask_* cell
+            return await stream_turn(target, prompt, tools, spec.on_text or _ignore_text)
+        self.reply.start()
+        try:
+            return await stream_turn(target, prompt, tools, self.reply.append)
+        finally:
+            await self.reply.settle()
+
+    async def _follow_plan(
+        self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
+    ) -> Outcome:
+        """A planner's run: the plan yields its steps, this loop executes each one and
+        sends back what the plan needs to go on (a tool step's final cell)."""
+        outcome: Outcome = (None, None)
+        steps = planner.PlanExecution(self.deps, state, spec).steps(messages)
+        async with contextlib.aclosing(steps):
+            answer: planner.StepAnswer = None
+            while (step := await _next_step(steps, answer)) is not None:
+                match step:
+                    case planner.ToolStep(call=call, step_id=step_id):
+                        turn = ModelTurn(tool_calls=[call])
+                        [done] = await self._execute_turn(state, spec, turn, messages, step_id)
+                        answer = done.message.tool_activity
+                    case planner.AnswerStep(model=model):  # one turn without tools: the reply
+                        no_tools = replace(spec, allowed=[], delegates={}, model=model)
+                        outcome = await self._loop(state, no_tools, messages)
+                        answer = None
+        return outcome
+
+    async def _pre_execute(
+        self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
+    ) -> None:
+        """Request metadata `tool_calls`: run before the model, results in its context;
+        a call that cannot be made (`refused`, by index) fails with the reason."""
+        calls, refused = [], {}
+        for index, item in enumerate(state.options["tool_calls"]):
+            name = item if isinstance(item, str) else item.get("name", "")
+            given = {} if isinstance(item, str) else item.get("args") or {}
+            if _outside_allow_list(name, spec):
+                args: dict[str, Any] | ToolResult = not_allowed(
+                    name, [*spec.allowed, *spec.delegates]
+                )
+            elif isinstance(item, str):  # by name alone: its no-argument action, or an error
+                args = bare_call_arguments(item)
+            else:
+                args = given
+            if isinstance(args, ToolResult):
+                refused[index], args = args, given
+            calls.append(
+                {
+                    "id": f"call_pre_{secrets.token_hex(6)}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+            )
+        await self._execute_turn(state, spec, ModelTurn(tool_calls=calls), messages, None, refused)
+
+    async def _execute_turn(
+        self,
+        state: RunState,
+        spec: LoopSpec,
+        turn: ModelTurn,
+        messages: list[dict[str, Any]],
+        step_id: str | None = None,
+        refused: dict[int, ToolResult] | None = None,
+    ) -> list[CallOutcome]:
+        """The turn's calls planned, recorded and run (tool_calls.py); the assistant's
+        calls and their results are appended to `messages` for the next model turn."""
+        # a delegated call runs the specialist's loop in this run's state
+        calls = ToolCallRunner(self.deps, state, self.reply, partial(self._loop, state))
+        outcomes = await calls.execute_turn(spec, turn, step_id=step_id, refused=refused)
+        messages.append(
+            {"role": "assistant", "content": turn.text or None, "tool_calls": turn.tool_calls}
+        )
+        messages.extend(
+            {"role": "tool", "tool_call_id": done.call.id, "content": done.content}
+            for done in outcomes
+        )
+        return outcomes
+
+
+async def _next_step(
+    steps: AsyncGenerator[planner.StepRequest, planner.StepAnswer], answer: planner.StepAnswer
+) -> planner.StepRequest | None:
+    try:
+        return await steps.asend(answer)
+    except StopAsyncIteration:
+        return None
+
+
+@lru_cache(maxsize=256)
+def _function_definitions(names: tuple[str, ...], generation: tuple[int, ...] = ()) -> bytes:
+    """Generating JSON Schemas takes milliseconds; builtin tools do not change in a process,
+    MCP servers' tools may (`generation` changes with them: app/tools/mcp/catalog.py)."""
+    return msgspec.json.encode(get_registry().function_definitions(names))
+
+
+def _outside_allow_list(name: str, spec: LoopSpec) -> bool:
+    """A tool that exists but that this run may not use (the request's `tools`, the
+    agent's toolset): refused as not allowed, not as unknown."""
+    if name in spec.allowed or name in spec.delegates:
+        return False
+    return name in known_tool_names() or name in spec.disabled_delegates

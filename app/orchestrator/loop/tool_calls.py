@@ -1,0 +1,287 @@
+"""One turn's planned tool calls, executed: each a `tool` message going in_progress ->
+success|failure.
+
+`call_plan.py` has given every call its kind; `_dispatch` runs each kind in one `match`.
+The calls run concurrently, each isolated (one failing or raising never discards the
+others); their results, or self-correcting errors, go back to the model as tool messages
+whose content is stored on the row so later runs see exactly what this one did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import ThreadMessage
+from app.orchestrator.door.llm import ModelTurn
+from app.orchestrator.loop import delegation
+from app.orchestrator.loop.call_plan import (
+    AwaitsApproval,
+    AwaitsDevice,
+    Delegate,
+    Duplicate,
+    PlannedCall,
+    Refused,
+    RunTool,
+    TurnRules,
+    plan_turn,
+    tool_message_row,
+)
+from app.orchestrator.loop.cell_stream import CellStream
+from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
+from app.orchestrator.loop.input_requests import ask_user
+from app.orchestrator.loop.reply import ReplyStream
+from app.orchestrator.waits.cells import wait_for_user
+from app.threads import activity as cell
+from app.threads.fence import Fenced
+from app.threads.writer import create_messages, creates_alone, update_message
+from app.tools.base import ToolContext, ToolResult
+from app.tools.events import FanOutToolEvents, LoggingToolEvents, ToolCall
+from app.tools.preview import call_signature
+from app.tools.runtime.executor import SAFE_SYSTEM_ERROR, execute_tool_call, with_preview
+from app.tools.unit import CallUnit
+
+logger = logging.getLogger(__name__)
+# The runner's loop, for a specialist: its spec and history -> its answer.
+RunLoop = Callable[[LoopSpec, list[dict[str, Any]]], Awaitable[delegation.Outcome]]
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """A call once executed: its tool message as last written, what the model reads,
+    and the result, unless the user or the phone answered the call (then it is None)."""
+
+    call: PlannedCall
+    message: ThreadMessage
+    content: str
+    result: ToolResult | None
+
+    @property
+    def spent_budget(self) -> bool:
+        """Refused for the run's spent budget: the loop stops after this turn."""
+        return isinstance(self.call, Refused) and self.call.spent_budget
+
+    @property
+    def duplicate(self) -> bool:
+        """Answered from an identical earlier call (an approved repeat included)."""
+        return self.result is not None and self.result.duplicate
+
+
+@dataclass
+class _InFlight:
+    """One call's execution state: its message as last written and, while its tool
+    runs, the cell stream and the unit of work holding the tool's writes."""
+
+    message: ThreadMessage
+    stream: CellStream | None = field(default=None, repr=False)
+    unit: CallUnit | None = field(default=None, repr=False)
+
+
+class ToolCallRunner:
+    """One turn's calls, from the model's (or a plan step's) call dicts to their results."""
+
+    def __init__(
+        self, deps: RunnerDeps, state: RunState, reply: ReplyStream, run_loop: RunLoop
+    ) -> None:
+        self.deps, self.state, self.reply, self.run_loop = deps, state, reply, run_loop
+
+    async def execute_turn(
+        self,
+        spec: LoopSpec,
+        turn: ModelTurn,
+        *,
+        step_id: str | None = None,
+        refused: dict[int, ToolResult] | None = None,
+    ) -> list[CallOutcome]:
+        """Plan the calls, record them in one commit, run them concurrently. `refused`
+        (by index) fail at once with the given self-correcting result."""
+        settings = self.deps.settings
+        rules = TurnRules(
+            spec,
+            spec.config.tool_call_budget,
+            approval_seconds=settings.approval_ttl_seconds,
+            max_depth=settings.delegation_max_depth,
+        )
+        planned = plan_turn(turn.tool_calls, rules, self.state, step_id=step_id, refused=refused)
+        recorded = await self._record(spec, turn, planned)
+        pairs = zip(planned, recorded, strict=True)
+        return list(await asyncio.gather(*(self._run_one(spec, *pair) for pair in pairs)))
+
+    async def _record(
+        self, spec: LoopSpec, turn: ModelTurn, planned: list[PlannedCall]
+    ) -> list[ThreadMessage]:
+        """The assistant's tool calls and every call's tool message: one commit."""
+        run, reply = self.state.run, self.reply
+        rows = [tool_message_row(call, run.id) for call in planned]
+        if spec.writes_text and reply.message is None:
+            rows.insert(0, {  # text that came whole with the calls is written here
+                "role": "assistant", "content": turn.text or None, "is_user_facing": bool(turn.text),
+                "tool_calls": turn.tool_calls, "run_id": run.id,
+            })  # fmt: skip
+
+        async def work(session: AsyncSession) -> list[ThreadMessage]:
+            if spec.writes_text:
+                await reply.write(session, content=turn.text, tool_calls=turn.tool_calls)
+            created = await create_messages(session, run.thread_id, rows)
+            return created[len(created) - len(planned) :]
+
+        streamed = spec.writes_text and reply.message is not None  # a second statement
+        alone = not streamed and creates_alone(rows)
+        recorded = await (self.deps.write_alone if alone else self.deps.write)(work)
+        if spec.writes_text:
+            reply.start()
+        return recorded
+
+    async def _run_one(
+        self, spec: LoopSpec, call: PlannedCall, message: ThreadMessage
+    ) -> CallOutcome:
+        flight = _InFlight(message)
+        try:
+            result = await self._dispatch(spec, call, flight)
+        except asyncio.CancelledError:
+            if flight.stream is not None:
+                flight.stream.abandon()
+            self._discard_unit(flight)  # a cancelled call leaves nothing behind
+            raise
+        except Fenced:  # the run is no longer ours: its calls stop with it
+            self._discard_unit(flight)
+            raise
+        except Exception:  # isolation: one broken call never takes its siblings down
+            logger.exception("tool call %s (%s) failed in the runner", call.id, call.name)
+            result = ToolResult.failure(SAFE_SYSTEM_ERROR, "system_error")
+        if result is None:  # answered elsewhere (approval denied, device result, expiry): written
+            return CallOutcome(call, flight.message, flight.message.content or "", None)
+        content = result.to_model_content(call_signature(call.name, call.input))
+        await self._finish(flight, result, content)
+        return CallOutcome(call, flight.message, content, result)
+
+    async def _dispatch(
+        self, spec: LoopSpec, call: PlannedCall, flight: _InFlight
+    ) -> ToolResult | None:
+        """The call's result; None when the user or the phone answered it (written)."""
+        match call:
+            case Refused(result=result):
+                return result
+            case Delegate():
+                return await self._ask(spec, call, flight)
+            case AwaitsDevice(wait_seconds=seconds):
+                await self._wait_for_user(flight, seconds)
+                return None  # the app's result (or the expiry) is on the message already
+            case AwaitsApproval(wait_seconds=wait_seconds):
+                await self._wait_for_user(flight, wait_seconds)
+                if cell.status_of(flight.message.tool_activity) != cell.IN_PROGRESS:
+                    return None  # denied or expired
+                return await self._run_tool(spec, call, flight)
+            case Duplicate() | RunTool():
+                return await self._run_tool(spec, call, flight)
+
+    async def _ask(self, spec: LoopSpec, call: Delegate, flight: _InFlight) -> ToolResult:
+        """The specialist's loop, in this run's state: its answer is the call's result,
+        and its text streams into the cell as it is written (`tool_output` frames)."""
+        settings, specialists = self.deps.settings, self.state.specialists
+        assignment = delegation.assign(
+            call.id, call.question, call.agent, settings, spec, specialists
+        )
+        stream = flight.stream = self._stream(flight)
+        run = self.state.run
+        shown = ToolCall(call.id, call.name, None, call.input or {}, run.id, run.thread_id)
+        streamed = 0
+
+        async def output(chunk: str) -> None:
+            nonlocal streamed
+            if chunk:
+                await stream.on_output(shown, streamed, chunk)
+                streamed += len(chunk)
+
+        loop_spec = replace(assignment.spec, on_text=output)
+        specialist_loop = self.run_loop(loop_spec, assignment.history)
+        return await delegation.answer(assignment, specialist_loop)
+
+    async def _run_tool(
+        self, spec: LoopSpec, call: AwaitsApproval | Duplicate | RunTool, flight: _InFlight
+    ) -> ToolResult:
+        """Through the executor, with the call as planned (validated once, at planning);
+        the run's cache answers a repeated call from the first one's result."""
+        flight.stream = self._stream(flight)
+        flight.unit = CallUnit(self.deps.session_factory)
+        ctx = ToolContext(
+            user=self.state.user,
+            agent=spec.agent,
+            thread_id=self.state.run.thread_id,
+            run_id=self.state.run.id,
+            tool_call_id=call.id,
+            session_factory=self.deps.session_factory,
+            http=self.deps.http,
+            settings=self.deps.settings,
+            state=self.state.tool_state,
+            unit=flight.unit,
+            ask=lambda asked: ask_user(self.deps, self.state, flight.message, flight.stream, asked),
+        )
+        return await execute_tool_call(
+            ctx,
+            call.name,
+            call.arguments,
+            allowed=spec.allowed,
+            cache=self.state.cache,
+            events=FanOutToolEvents([flight.stream, LoggingToolEvents()]),
+            parsed=call.parsed,
+        )
+
+    async def _wait_for_user(self, flight: _InFlight, longest: float) -> None:
+        async with self.state.deadline_paused(longest):
+            flight.message = await wait_for_user(self.deps, flight.message)
+
+    def _stream(self, flight: _InFlight) -> CellStream:
+        """Progress and output of the call, written to its message coalesced."""
+        message = flight.message
+
+        async def write(activity: cell.Activity) -> None:
+            if flight.unit is not None:  # a tool's call (a specialist's has no unit)
+                async with flight.unit.held() as session:
+                    if session is not None:  # joins the held unit: committed with the outcome
+                        await self._update(session, message, tool_activity=activity)
+                        return
+            await self._write(flight, tool_activity=activity)
+
+        settings = self.deps.settings
+        return CellStream(
+            message_id=message.id,
+            current=lambda: message.tool_activity,
+            write=write,
+            max_chars=settings.tool_output_max_chars,
+            interval=settings.tool_flush_seconds,
+        )
+
+    async def _finish(self, flight: _InFlight, result: ToolResult, content: str) -> None:
+        """The cell's final state, in one transaction with the call's own writes when it
+        succeeded; a failed call's writes are rolled back (the model was told it failed)."""
+        latest = await flight.stream.settled() if flight.stream is not None else None
+        result = result if result.preview else with_preview(result)
+        if not result.ok:
+            self._discard_unit(flight)  # the cell goes in a session of its own
+        unit = flight.unit.take() if flight.unit is not None and result.ok else None
+        await self._write(
+            flight,
+            session=unit,
+            tool_activity=cell.finished(latest or flight.message.tool_activity, result),
+            content=content,
+        )
+
+    def _discard_unit(self, flight: _InFlight) -> None:
+        if flight.unit is not None:
+            self.deps.background(flight.unit.discard())
+
+    async def _write(
+        self, flight: _InFlight, session: AsyncSession | None = None, **changes: Any
+    ) -> None:
+        message = flight.message
+        await self.deps.write(lambda current: self._update(current, message, **changes), session)
+
+    @staticmethod
+    async def _update(session: AsyncSession, message: ThreadMessage, **changes: Any) -> None:
+        await update_message(session, message, **changes)

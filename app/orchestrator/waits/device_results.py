@@ -1,0 +1,73 @@
+"""The phone's answer to a device tool call (POST …/messages/{message_id}/result).
+
+The cell waits as `awaiting_device`; the first answer wins (written under the thread lock
+while the cell still waits; later answers and answers after expiry get 409). An output
+must match the tool's declared `result_schema`: a wrong one is refused (400, field by
+field) and the cell keeps waiting, so the app can send a right one. Then the run's wait
+(app/orchestrator/waits/cells.py) wakes and the model reads the result.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Thread, ThreadMessage
+from app.lib.problems import ProblemException
+from app.orchestrator.scheduling.notify import notify_after_commit
+from app.orchestrator.waits.cells import waiting_message
+from app.threads import activity as cell
+from app.threads.schemas import DeviceToolResult
+from app.threads.writer import update_message
+from app.tools.base import ToolResult
+from app.tools.json_schema import schema_errors
+from app.tools.results import DeviceToolOutput
+from app.tools.runtime.executor import with_preview
+from app.tools.runtime.toolsets import get_device_tool
+from app.tools.validation import without_nul
+
+ONE_OF = "Send either `output` or `error`, not both and not neither."
+
+
+def _outcome(name: str, body: DeviceToolResult) -> ToolResult:
+    if (body.output is None) == (body.error is None):
+        raise ProblemException(400, ONE_OF)
+    if body.error is not None:
+        return ToolResult.failure(without_nul(body.error), body.error_type or "system_error")
+    device = get_device_tool(name)
+    errors = schema_errors(device.result_schema if device else None, body.output)
+    if errors:
+        raise ProblemException(
+            400,
+            f"The output does not match the result schema of {name}.",
+            errors=[{**error, "source": "body"} for error in errors],
+        )
+    output = without_nul(body.output)
+    success = ToolResult.success(DeviceToolOutput(tool=name, result=output))
+    # The model reads the output as the phone sent it; the cell has it typed.
+    return msgspec.structs.replace(success, model_data=output)
+
+
+async def submit_result(
+    session: AsyncSession, thread: Thread, message_id: UUID, body: DeviceToolResult
+) -> ThreadMessage:
+    message = await waiting_message(
+        session,
+        thread.id,
+        message_id,
+        cell.AWAITING_DEVICE,
+        answered="This tool activity is not waiting for the device (it was already answered).",
+        expired="This device tool call has expired.",
+    )
+    activity = message.tool_activity or {}
+    outcome = with_preview(_outcome(str(activity.get("name")), body))
+    await update_message(
+        session,
+        message,
+        tool_activity=cell.finished(activity, outcome),
+        content=outcome.to_model_content(cell.signature_of(activity)),
+    )
+    notify_after_commit(session, "approval", message.id)  # wakes the run's wait, as a decision
+    return message
