@@ -18,6 +18,8 @@ from app.agents.controllers import AgentController
 from app.agents.delegates import provide_specialist_tools
 from app.cli.plugin import CLIPlugin
 from app.connections.controllers import McpOAuthCallbackController, McpServerController
+from app.connections.credentials import VaultCredentials
+from app.connections.startup import PerUserServers
 from app.db.config import build_sqlalchemy_config
 from app.db.schema import schema_lifespan
 from app.db.session import session_dependency
@@ -37,9 +39,7 @@ from app.lib.security import add_security_headers
 from app.observability.plugin import observability_plugins
 from app.openai_compat.controllers import OpenAIController
 from app.orchestrator.plugin import OrchestratorPlugin
-from app.orchestrator.waits.approval_controller import ApprovalController
-from app.orchestrator.waits.device_result_controller import DeviceResultController
-from app.orchestrator.waits.input_answers import InputAnswerController
+from app.orchestrator.waits.controllers import WaitAnswerController
 from app.push.controllers import LiveActivityController
 from app.push.plugin import PushPlugin
 from app.realtime.channels import RealtimeChannels
@@ -49,10 +49,11 @@ from app.tasks.controllers import TaskController
 from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
+from app.tools.assembly import get_registry
 from app.tools.controllers import ToolController
+from app.tools.mcp.credentials import CREDENTIALS
 from app.tools.mcp.plugin import McpPlugin
 from app.tools.runtime import instances as tool_instances
-from app.tools.runtime.registry import get_registry
 from app.tools.runtime.toolsets import install_tool_actions, load_agent_types
 from app.usage.controllers import UsageController
 
@@ -66,9 +67,7 @@ ROUTES = [
     AgentController,
     ThreadController,
     MessageController,
-    ApprovalController,
-    DeviceResultController,
-    InputAnswerController,
+    WaitAnswerController,
     RunController,
     TaskController,
     DeviceController,
@@ -123,6 +122,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
     load_agent_types(settings.agent_types_file, tool_names=get_registry().names)
     tool_instances.install(get_registry())  # the file's configured tools (web_news, …)
     install_tool_actions(_actions_of)
+    CREDENTIALS.plug(VaultCredentials())  # per-user MCP tokens, from the connections' vault
     db_config = build_sqlalchemy_config(settings)
     app = Litestar(
         route_handlers=ROUTES,
@@ -136,7 +136,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
             PushPlugin(settings, db_config),
-            McpPlugin(settings, db_config),  # remote MCP servers' tools (app/tools/mcp/)
+            # remote MCP servers' tools (app/tools/mcp/); per-user ones: app/connections/
+            McpPlugin(settings, get_registry(), on_catalog=[PerUserServers(settings, db_config)]),
             *observability_plugins(settings),  # request ids, logs, /metrics, traces
             OrchestratorPlugin(settings, db_config),  # last: its lifespan exits first
         ],

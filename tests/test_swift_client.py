@@ -19,7 +19,7 @@ import pytest
 
 from app.openapi_export import OPENAPI_FILE
 from app.realtime.asyncapi import CLIENT_FRAMES, SERVER_FRAMES
-from app.tools.results import data_types
+from app.tools.assembly import data_types
 
 pytestmark = pytest.mark.slow
 

@@ -110,7 +110,7 @@ class McpServerController(Controller):
     ) -> None:
         """Revoke your connection: its token is deleted (an OAuth connection's tokens are
         revoked at the authorization server first); your runs stop using the server."""
-        await connections.disconnect_server(db_session, current_user.id, server, settings)
+        await oauth.disconnect_server(db_session, current_user.id, server, settings)
 
     @post(
         "/{server:str}/oauth/start",

@@ -22,7 +22,7 @@ from uuid import UUID
 import msgspec
 from mcp.client.auth import PKCEParameters
 from mcp.client.auth.utils import issuers_match
-from sqlalchemy import delete
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.connections import oauth_tokens
@@ -34,7 +34,7 @@ from app.connections.oauth_discovery import (
     discover,
 )
 from app.connections.oauth_tokens import Grant, TokenRefused
-from app.connections.services import OFF, store
+from app.connections.services import OFF, server_spec, store, vault_or_none
 from app.connections.vault import Vault
 from app.db.models import McpConnection, McpOAuthState
 from app.lib.problems import ProblemException
@@ -215,3 +215,19 @@ def finished_redirect(settings: Settings, server: str, error: str | None) -> str
         query["error"] = error
     separator = "&" if "?" in settings.mcp_oauth_return_url else "?"
     return f"{settings.mcp_oauth_return_url}{separator}{urlencode(query)}"
+
+
+async def disconnect_server(
+    session: AsyncSession, user_id: UUID, name: str, settings: Settings
+) -> None:
+    """Forget the connection; an OAuth one's tokens are revoked at its server first."""
+    server_spec(name)
+    query = select(McpConnection).where(
+        McpConnection.user_id == user_id, McpConnection.server == name
+    )
+    row = (await session.execute(query)).scalar_one_or_none()
+    if row is None:
+        raise ProblemException(404, f"You have not connected {name}.")
+    await revoke(settings, row, vault_or_none(settings.mcp_token_key))
+    await session.delete(row)
+    await session.flush()

@@ -15,12 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.connections.vault import Vault, vault_from
 from app.db.models import McpConnection
 from app.lib.problems import ProblemException
-from app.settings import Settings
 from app.tools.mcp.catalog import ListingFailed, McpCatalog
+from app.tools.mcp.credentials import OFF
 from app.tools.mcp_config import McpServerSpec
 from app.tools.runtime.toolsets import mcp_servers
-
-OFF = "Per-user MCP servers are off on this server (MCP_TOKEN_KEY is not set)."
 
 
 def per_user_servers() -> dict[str, McpServerSpec]:
@@ -101,24 +99,6 @@ async def connect_server(
     if vault is None or catalog is None:
         raise ProblemException(503, OFF)
     return await store(session, user_id, name, token, vault, catalog)
-
-
-async def disconnect_server(
-    session: AsyncSession, user_id: UUID, name: str, settings: Settings
-) -> None:
-    """Forget the connection; an OAuth one's tokens are revoked at its server first."""
-    server_spec(name)
-    query = select(McpConnection).where(
-        McpConnection.user_id == user_id, McpConnection.server == name
-    )
-    row = (await session.execute(query)).scalar_one_or_none()
-    if row is None:
-        raise ProblemException(404, f"You have not connected {name}.")
-    from app.connections.oauth import revoke
-
-    await revoke(settings, row, vault_or_none(settings.mcp_token_key))
-    await session.delete(row)
-    await session.flush()
 
 
 async def latest_listings(sessions: async_sessionmaker[AsyncSession]) -> dict[str, list]:

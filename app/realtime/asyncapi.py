@@ -13,7 +13,7 @@ from typing import Any
 from app.lib.struct_schema import REF_TEMPLATE, struct_components, tagged_union
 from app.realtime import events
 from app.settings import PROJECT_ROOT
-from app.tools.results import data_components
+from app.tools.assembly import data_components
 
 ASYNCAPI_PATH = PROJECT_ROOT / "openapi" / "asyncapi.json"
 CLIENT_FRAMES: list[type[events.Frame]] = [

@@ -12,7 +12,7 @@ tools_group = app_group("tools", "Inspect tools and migrate agents' tools.")
 
 @tools_group.command(name="list", help="Tools, their actions and the agent types offering them.")
 def list_tools_command() -> None:
-    from app.tools.runtime.registry import get_registry
+    from app.tools.assembly import get_registry
     from app.tools.runtime.toolsets import agent_types_offering
 
     for tool in get_registry().catalog():

@@ -12,7 +12,8 @@ from app.accounts.deps import SECURITY
 from app.db.models import User
 from app.lib.problems import problems
 from app.lib.schema import Schema
-from app.tools.runtime.registry import ToolCatalogEntry, get_registry
+from app.tools.assembly import get_registry
+from app.tools.runtime.registry import ToolCatalogEntry
 from app.tools.runtime.toolsets import agent_types_offering
 from app.tools.specialists import SpecialistTool
 

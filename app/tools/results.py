@@ -115,35 +115,3 @@ def error_data(
         logger.warning("error hints of another shape: %s", sorted(details or {}))
         data = msgspec.convert(core, ToolError)
     return {**(details or {}), **msgspec.to_builtins(data)}
-
-
-def data_types() -> list[type[ToolData]]:
-    """Every kind of `data`, by its tag: the members of the published union."""
-    from app.tools.mcp.tool import McpToolResult
-    from app.tools.runtime.registry import builtin_tools
-
-    kinds = {s for tool in builtin_tools() for s in tool.results.values()}
-    kinds |= {McpToolResult, DelegationResult, DeviceToolOutput, ToolProgress, ToolError}
-    return sorted(kinds, key=lambda s: str(s.__struct_config__.tag))
-
-
-DATA_DESCRIPTION = (
-    "A cell's `data` (`tool_activity.data`), chosen by `type`: the result of the call's "
-    "tool and action (GET /api/tools, `result_schemas`), `progress` while it runs, "
-    "`error` once it failed."
-)
-DATA_FALLBACK = (
-    "new result types may be added; show a cell whose `data.type` you do not know from "
-    "its generic fields (`name`, `status`, `display_message`, `preview`, `error`)."
-)
-
-
-def data_components() -> dict[str, dict[str, Any]]:
-    """The schema of every kind of `data` (and what they contain), and their union
-    `ToolData`: components of openapi/openapi.json and openapi/asyncapi.json."""
-    from app.lib.struct_schema import struct_components, tagged_union
-
-    kinds = data_types()
-    schemas = struct_components(kinds)
-    schemas["ToolData"] = tagged_union(kinds, DATA_DESCRIPTION, fallback=DATA_FALLBACK)
-    return schemas

@@ -30,7 +30,7 @@ import msgspec
 
 from app.orchestrator.door import openai_client
 from app.orchestrator.door.llm import ModelTarget, stream_turn
-from app.tools.runtime.registry import get_registry
+from app.tools.assembly import get_registry
 from app.tools.runtime.toolsets import load_agent_types
 from bench.common import start_url_process
 

@@ -12,7 +12,7 @@ import pytest
 
 from app.db import clock
 from app.lib.time import utcnow
-from app.orchestrator.waits import cells as waits
+from app.orchestrator.loop import waiting as waits
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
 

@@ -21,9 +21,9 @@ from app.orchestrator.loop.call_plan import (
     plan_turn,
 )
 from app.orchestrator.loop.context import LoopSpec, RunState
+from app.tools.assembly import get_registry
 from app.tools.base import ToolResult
 from app.tools.runtime.executor import ToolCallCache
-from app.tools.runtime.registry import get_registry
 from app.tools.runtime.toolsets import AgentTypeConfig, load_agent_types
 
 

@@ -37,7 +37,7 @@ def result_schema_errors(
 
 
 def assert_matches_result_schema(tool: str, action: str, data: Any) -> None:
-    from app.tools.runtime.registry import get_registry
+    from app.tools.assembly import get_registry
 
     [entry] = [e for e in get_registry().catalog() if e.name == tool]
     errors = result_schema_errors(entry.result_schemas[action], data)
@@ -73,7 +73,7 @@ def cell_data_errors(
 
 def _declared_type(activity: dict[str, Any]) -> str | None:
     """The `type` of the result Struct the tool declares for the cell's action, if any."""
-    from app.tools.runtime.registry import get_registry
+    from app.tools.assembly import get_registry
 
     tool = get_registry().get(activity["name"])
     action = (activity.get("input") or {}).get("action")

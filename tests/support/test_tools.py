@@ -10,8 +10,8 @@ import msgspec
 import yaml
 
 from app.tasks.services import create_task
+from app.tools.assembly import get_registry
 from app.tools.base import Tool, ToolContext, ToolResult
-from app.tools.runtime.registry import get_registry
 from app.tools.runtime.toolsets import DEFAULT_AGENT_TYPES_FILE
 
 TEST_TOOLS = [

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.settings import Settings
+from app.tools import assembly
 from app.tools.base import ToolContext, ToolResult
 from app.tools.events import RecordingToolEvents
 from app.tools.runtime.executor import ToolCallCache, execute_tool_call
@@ -47,7 +48,13 @@ class ToolHarness:
 
             ctx = dataclasses.replace(ctx, **ctx_changes)
         return await execute_tool_call(
-            ctx, name, arguments, allowed=self.allowed, cache=self.cache, events=self.events
+            assembly.get_registry(),
+            ctx,
+            name,
+            arguments,
+            allowed=self.allowed,
+            cache=self.cache,
+            events=self.events,
         )
 
     def new_run(self) -> None:
@@ -102,15 +109,13 @@ async def harness(make_harness: MakeHarness, alice: ApiUser) -> ToolHarness:
 @pytest.fixture
 def use_tools(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
     """Swap the process registry for one holding these tool instances (builtins otherwise)."""
-    import app.tools.runtime.executor as executor
-    from app.tools.runtime import registry as registry_module
+    from app.tools.runtime.registry import ToolRegistry
 
     def install(*tools: Any) -> None:
         by_name = {tool.name: tool for tool in tools}
-        builtins = [by_name.pop(t.name, t) for t in registry_module.builtin_tools()]
-        reg = registry_module.ToolRegistry([*builtins, *by_name.values()])
-        monkeypatch.setattr(registry_module, "get_registry", lambda: reg)
-        monkeypatch.setattr(executor, "get_registry", lambda: reg)
+        builtins = [by_name.pop(t.name, t) for t in assembly.builtin_tools()]
+        reg = ToolRegistry([*builtins, *by_name.values()])
+        monkeypatch.setattr(assembly, "get_registry", lambda: reg)
 
     return install
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.tools.runtime.registry import get_registry
+from app.tools.assembly import get_registry
 from app.tools.runtime.toolsets import (
     AgentTypesError,
     device_tools,

@@ -11,9 +11,10 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Task
+from app.tools import assembly
 from app.tools.base import Tool, ToolContext, ToolResult
-from app.tools.runtime import registry as registry_module
 from app.tools.runtime.executor import SAFE_SYSTEM_ERROR, parse_call, parsed_input
+from app.tools.runtime.registry import ToolRegistry
 from tests.tools.conftest import ToolHarness
 
 
@@ -105,7 +106,9 @@ async def test_validation_failures_go_through_events(harness: ToolHarness) -> No
 
 
 def test_parse_call_returns_the_parsed_struct() -> None:
-    tool, action, params = parse_call("tasks", '{"action":"create","title":"Buy milk"}')
+    tool, action, params = parse_call(
+        assembly.get_registry(), "tasks", '{"action":"create","title":"Buy milk"}'
+    )
     assert (tool.name, action, params.title) == ("tasks", "create", "Buy milk")
     assert parsed_input(action, params) == {"action": "create", "title": "Buy milk"}
 
@@ -135,11 +138,8 @@ class _FlakyTool(Tool):
 
 @pytest.fixture
 def flaky(monkeypatch: pytest.MonkeyPatch, harness: ToolHarness) -> ToolHarness:
-    reg = registry_module.ToolRegistry([*registry_module.builtin_tools(), _FlakyTool()])
-    monkeypatch.setattr(registry_module, "get_registry", lambda: reg)
-    import app.tools.runtime.executor as executor
-
-    monkeypatch.setattr(executor, "get_registry", lambda: reg)
+    reg = ToolRegistry([*assembly.builtin_tools(), _FlakyTool()])
+    monkeypatch.setattr(assembly, "get_registry", lambda: reg)
     _FlakyTool.calls.clear()
     harness.allowed = [*harness.allowed, "flaky"]
     return harness
@@ -207,7 +207,7 @@ async def test_new_run_has_a_fresh_cache(flaky: ToolHarness) -> None:
 
 def test_every_schema_is_strict_friendly() -> None:
     """Server tools' schemas (device tools' are the operator's, declared in YAML)."""
-    for tool in registry_module.get_registry().catalog():
+    for tool in assembly.get_registry().catalog():
         if tool.executor == "device":
             continue
         schema = tool.parameters

@@ -78,6 +78,7 @@ async def call(
 
     parsed = validate_call(tool, msgspec.json.encode(arguments))
     return await execute_tool_call(
+        registry,
         kwargs.pop("ctx", None) or context(),
         name,
         msgspec.json.encode(arguments),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.tools.runtime.registry import get_registry
+from app.tools.assembly import get_registry
 from tests.conftest import ApiUser
 from tests.tools.conftest import MakeHarness, ToolHarness
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app.openapi_export import OPENAPI_FILE
-from app.tools.runtime.registry import builtin_tools, get_registry
+from app.tools.assembly import builtin_tools, get_registry
 from tests.support.result_schemas import assert_matches_result_schema, result_schema_errors
 from tests.tools.conftest import ToolHarness
 

@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Task
+from app.tools.assembly import get_registry
 from app.tools.runtime.executor import parse_call
 from tests.conftest import ApiUser
 from tests.tools.conftest import MakeHarness, ToolHarness
@@ -27,7 +28,9 @@ async def test_create_returns_task_fields_and_stores_origin(
     assert result.display_message == "Created “Buy milk”"
     # said by the in_progress cell itself, not by a progress write of its own
     assert harness.progress.calls == []
-    tool, action, params = parse_call("tasks", {"action": "create", "title": "Buy milk"})
+    tool, action, params = parse_call(
+        get_registry(), "tasks", {"action": "create", "title": "Buy milk"}
+    )
     assert tool.start_message(action, params) == "Creating task…"
     task = await db.scalar(select(Task).where(Task.id == uuid.UUID(result.data["task_id"])))
     assert task.owner_id == harness.ctx.user.id

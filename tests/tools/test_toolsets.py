@@ -13,8 +13,8 @@ from app import create_app
 from app.agents.serializers import agent_read
 from app.db.models import Agent
 from app.settings import Settings
+from app.tools.assembly import get_registry
 from app.tools.runtime import toolsets
-from app.tools.runtime.registry import get_registry
 from app.tools.runtime.toolsets import (
     AgentTypesError,
     effective_tools,

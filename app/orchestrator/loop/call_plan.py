@@ -17,6 +17,7 @@ from app.db.models import Agent
 from app.orchestrator.loop import delegation
 from app.orchestrator.loop.context import LoopSpec, RunState
 from app.threads import activity as cell
+from app.tools.assembly import get_registry
 from app.tools.base import ToolResult
 from app.tools.device import DeviceToolSpec, validate_device_call
 from app.tools.runtime.executor import ToolCallCache, parse_call, parsed_input
@@ -169,7 +170,9 @@ def _plan_allowed(
         return _plan_device_call(base, device)
     if spec.config.delegation and is_delegate_name(name):
         return Refused(**base.shown(), result=delegation.refusal(name, spec, rules.max_depth))
-    parsed = parse_call(name, base.arguments, allowed=spec.allowed, actions=spec.actions)
+    parsed = parse_call(
+        get_registry(), name, base.arguments, allowed=spec.allowed, actions=spec.actions
+    )
     if isinstance(parsed, ToolResult):
         return RunTool(**base.shown(), parsed=parsed)
     tool, action, params = parsed

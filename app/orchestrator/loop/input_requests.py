@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from app.orchestrator.waits.cells import wait_for_user
+from app.orchestrator.loop.waiting import wait_for_user
 from app.threads import activity as cell
 from app.threads.writer import update_message
 

@@ -43,7 +43,7 @@ from app.threads import plan as cells
 from app.threads.activity import Activity
 from app.threads.plan import PlanStep, PlanStepStatus
 from app.threads.writer import create_message, update_message
-from app.tools.runtime.registry import get_registry
+from app.tools.assembly import get_registry
 from app.tools.schema import narrow_actions
 
 logger = logging.getLogger(__name__)

@@ -53,9 +53,9 @@ from app.orchestrator.loop.tool_calls import CallOutcome, ToolCallRunner
 from app.orchestrator.scheduling import runs
 from app.threads import fence, repository
 from app.threads.fence import Fenced, Lease
+from app.tools.assembly import get_registry
 from app.tools.base import ToolResult
 from app.tools.runtime.executor import bare_call_arguments
-from app.tools.runtime.registry import get_registry
 from app.tools.runtime.toolsets import (
     action_limits,
     effective_tools,
@@ -328,7 +328,7 @@ class RunExecution:
                     name, [*spec.allowed, *spec.delegates]
                 )
             elif isinstance(item, str):  # by name alone: its no-argument action, or an error
-                args = bare_call_arguments(item)
+                args = bare_call_arguments(get_registry(), item)
             else:
                 args = given
             if isinstance(args, ToolResult):

@@ -36,10 +36,11 @@ from app.orchestrator.loop.cell_stream import CellStream
 from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.loop.input_requests import ask_user
 from app.orchestrator.loop.reply import ReplyStream
-from app.orchestrator.waits.cells import wait_for_user
+from app.orchestrator.loop.waiting import wait_for_user
 from app.threads import activity as cell
 from app.threads.fence import Fenced
 from app.threads.writer import create_messages, creates_alone, update_message
+from app.tools.assembly import get_registry
 from app.tools.base import ToolContext, ToolResult
 from app.tools.events import FanOutToolEvents, LoggingToolEvents, ToolCall
 from app.tools.preview import call_signature
@@ -223,6 +224,7 @@ class ToolCallRunner:
             ask=lambda asked: ask_user(self.deps, self.state, flight.message, flight.stream, asked),
         )
         return await execute_tool_call(
+            get_registry(),
             ctx,
             call.name,
             call.arguments,

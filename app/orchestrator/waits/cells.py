@@ -1,31 +1,64 @@
-"""Tool calls waiting for the user: an approval decision, or a device tool's result.
+"""Tool calls waiting for someone: one model of a waiting cell and one answer path.
 
-The waiting cell (`awaiting_approval` / `awaiting_device`) has an `expires_at`. Answers are
-written under the thread lock and only while the cell still waits, so the first answer
-wins and one racing the expiry loses cleanly. The run waits on an in-process event (woken
-after the answer commits, and by the runner's poll) and meanwhile does not count against
-the runner's concurrent-run limit: a run parked on the phone never blocks other runs.
+A call waits as `awaiting_approval` (the user decides), `awaiting_input` (the user answers
+a tool's question) or `awaiting_device` (the phone runs a device tool), with an
+`expires_at`. Every answer goes the same way: under the thread lock, only while the cell
+still waits and has not expired, so the first answer wins and one racing the expiry loses
+cleanly (409, saying which); an answer the cell cannot take (400) leaves it waiting. The
+run's side of the wait: app/orchestrator/loop/waiting.py.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import clock
-from app.db.models import ThreadMessage
+from app.db.models import Thread, ThreadMessage
 from app.lib.problems import ProblemException
+from app.orchestrator.scheduling.notify import notify_after_commit
 from app.threads import activity as cell
 from app.threads import repository
 from app.threads.writer import lock_thread, update_message
 
-if TYPE_CHECKING:
-    from app.orchestrator.loop.context import RunnerDeps
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """A kind of wait: the status its cell waits in, and what a late answer is told."""
+
+    status: str
+    answered: str  # 409: the cell no longer waits (answered, or it ended)
+    expired: str  # 409: its `expires_at` has passed
+
+
+APPROVAL = Wait(
+    cell.AWAITING_APPROVAL,
+    answered="This tool activity is not awaiting approval (it was already decided).",
+    expired="The approval request has expired.",
+)
+INPUT = Wait(
+    cell.AWAITING_INPUT,
+    answered="This tool activity is not waiting for input (it was already answered).",
+    expired="This request for input has expired.",
+)
+DEVICE = Wait(
+    cell.AWAITING_DEVICE,
+    answered="This tool activity is not waiting for the device (it was already answered).",
+    expired="This device tool call has expired.",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """What an answer makes of the waiting cell: its new activity (and, when the call ends
+    with it, the content the model reads)."""
+
+    activity: dict[str, Any]
+    content: str | None = None
 
 
 async def locked_message(
@@ -38,79 +71,38 @@ async def locked_message(
 
 
 async def waiting_message(
-    session: AsyncSession,
-    thread_id: UUID,
-    message_id: UUID,
-    status: str,
-    *,
-    answered: str,
-    expired: str,
+    session: AsyncSession, thread_id: UUID, message_id: UUID, wait: Wait
 ) -> ThreadMessage:
-    """The tool message whose cell still waits in `status`, locked for its answer; else the
-    problem the client gets (404 unknown, 409 not a cell / `answered` / `expired`)."""
+    """The tool message whose cell still waits as `wait`, locked for its answer; else the
+    problem the client gets (404 unknown, 409 not a cell / answered / expired)."""
     message = await locked_message(session, thread_id, message_id)
     if message is None:
         raise ProblemException(404, "Message not found.")
     activity = message.tool_activity or {}
     if message.role != "tool" or not activity:
         raise ProblemException(409, "This message is not a tool activity.")
-    if cell.status_of(activity) != status:
-        raise ProblemException(409, answered)
+    if cell.status_of(activity) != wait.status:
+        raise ProblemException(409, wait.answered)
     expires = cell.expires_at(activity)
     if expires is not None and expires <= clock.now():
-        raise ProblemException(409, expired)
+        raise ProblemException(409, wait.expired)
     return message
 
 
-async def _read(deps: RunnerDeps, message: ThreadMessage) -> ThreadMessage:
-    async with deps.read_sessions() as session:
-        fresh = await session.get(ThreadMessage, message.id, populate_existing=True)
-    return fresh or message
-
-
-async def _expire(deps: RunnerDeps, message: ThreadMessage) -> ThreadMessage:
-    async def work(session: AsyncSession) -> ThreadMessage:
-        fresh = await locked_message(session, message.thread_id, message.id)
-        assert fresh is not None
-        if cell.is_waiting(fresh.tool_activity):
-            activity = fresh.tool_activity or {}
-            await update_message(
-                session,
-                fresh,
-                tool_activity=cell.expired(activity),
-                content=cell.failure_content(*cell.expiry_error(activity), activity),
-            )
-        return fresh
-
-    return await deps.write(work)
-
-
-@contextlib.asynccontextmanager
-async def _parked(deps: RunnerDeps, message: ThreadMessage) -> AsyncIterator[asyncio.Event]:
-    """The wake-up event for `message`, with its run off the concurrent-run count."""
-    event = deps.approvals.register(message.id)
-    if message.run_id is not None:
-        deps.parked[message.id] = message.run_id
-        deps.slot_freed()
-    try:
-        yield event
-    finally:
-        deps.parked.pop(message.id, None)
-        deps.approvals.release(message.id)
-
-
-async def wait_for_user(deps: RunnerDeps, message: ThreadMessage) -> ThreadMessage:
-    """Block until the cell stops waiting (answered or expired); returns the fresh row."""
-    deadline = cell.expires_at(message.tool_activity)
-    poll = deps.settings.runner_poll_seconds
-    async with _parked(deps, message) as event:
-        while True:
-            event.clear()  # before reading: an answer committed after the read still wakes us
-            fresh = await _read(deps, message)
-            if not cell.is_waiting(fresh.tool_activity):
-                return fresh
-            remaining = (deadline - clock.now()).total_seconds() if deadline else poll
-            if remaining <= 0:
-                return await _expire(deps, fresh)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), timeout=min(poll, remaining))
+async def answer(
+    session: AsyncSession,
+    thread: Thread,
+    message_id: UUID,
+    wait: Wait,
+    respond: Callable[[dict[str, Any]], Answered],
+) -> ThreadMessage:
+    """The one answer path: the waiting cell, `respond`'s new state of it written (a
+    ProblemException from `respond` writes nothing), and the run's wait woken after commit."""
+    message = await waiting_message(session, thread.id, message_id, wait)
+    answered = respond(message.tool_activity or {})
+    changes: dict[str, Any] = {"tool_activity": answered.activity}
+    if answered.content is not None:
+        changes["content"] = answered.content
+    await update_message(session, message, **changes)
+    notify_after_commit(session, "approval", message.id)  # wakes the run's wait
+    return message

@@ -1,14 +1,13 @@
 """The phone's answer to a device tool call (POST …/messages/{message_id}/result).
 
-The cell waits as `awaiting_device`; the first answer wins (written under the thread lock
-while the cell still waits; later answers and answers after expiry get 409). An output
-must match the tool's declared `result_schema`: a wrong one is refused (400, field by
-field) and the cell keeps waiting, so the app can send a right one. Then the run's wait
-(app/orchestrator/waits/cells.py) wakes and the model reads the result.
+An output must match the tool's declared `result_schema`: a wrong one is refused (400,
+field by field) and the cell keeps waiting, so the app can send a right one. Then the run's
+wait wakes and the model reads the result (app/orchestrator/waits/cells.py).
 """
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 import msgspec
@@ -16,11 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Thread, ThreadMessage
 from app.lib.problems import ProblemException
-from app.orchestrator.scheduling.notify import notify_after_commit
-from app.orchestrator.waits.cells import waiting_message
+from app.orchestrator.waits.cells import DEVICE, Answered, answer
 from app.threads import activity as cell
 from app.threads.schemas import DeviceToolResult
-from app.threads.writer import update_message
 from app.tools.base import ToolResult
 from app.tools.json_schema import schema_errors
 from app.tools.results import DeviceToolOutput
@@ -50,24 +47,16 @@ def _outcome(name: str, body: DeviceToolResult) -> ToolResult:
     return msgspec.structs.replace(success, model_data=output)
 
 
+def _finished(body: DeviceToolResult, activity: dict[str, Any]) -> Answered:
+    outcome = with_preview(_outcome(str(activity.get("name")), body))
+    return Answered(
+        cell.finished(activity, outcome), outcome.to_model_content(cell.signature_of(activity))
+    )
+
+
 async def submit_result(
     session: AsyncSession, thread: Thread, message_id: UUID, body: DeviceToolResult
 ) -> ThreadMessage:
-    message = await waiting_message(
-        session,
-        thread.id,
-        message_id,
-        cell.AWAITING_DEVICE,
-        answered="This tool activity is not waiting for the device (it was already answered).",
-        expired="This device tool call has expired.",
+    return await answer(
+        session, thread, message_id, DEVICE, lambda activity: _finished(body, activity)
     )
-    activity = message.tool_activity or {}
-    outcome = with_preview(_outcome(str(activity.get("name")), body))
-    await update_message(
-        session,
-        message,
-        tool_activity=cell.finished(activity, outcome),
-        content=outcome.to_model_content(cell.signature_of(activity)),
-    )
-    notify_after_commit(session, "approval", message.id)  # wakes the run's wait, as a decision
-    return message

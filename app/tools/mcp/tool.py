@@ -21,6 +21,7 @@ import msgspec
 from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 from app.tools.json_schema import invalid_arguments
 from app.tools.mcp.connect import StatusWatch, connect, describe_failure
+from app.tools.mcp.credentials import CREDENTIALS
 from app.tools.mcp.elicitation import Elicitation
 from app.tools.mcp.naming import tool_name
 from app.tools.mcp_config import McpServerSpec
@@ -151,16 +152,10 @@ class McpTool(Tool):
         once, for one more try (the refused request never reached the tool)."""
         if watch.denied != 401 or not self.spec.per_user or asking.asked:
             return None
-        from app.connections.oauth_refresh import bearer
-        from app.connections.services import vault_or_none
-
-        vault = vault_or_none(ctx.settings.mcp_token_key)
-        if vault is None:
+        credentials = CREDENTIALS.provider
+        if credentials.off_reason(ctx.settings) is not None:
             return None
-        user = ctx.user.id
-        return await bearer(
-            ctx.session_factory, ctx.settings, user, self.spec.name, vault, refused=True
-        )
+        return await credentials.token(ctx, self.spec.name, refused=True)
 
     def _transport_failure(self, exc: BaseException, watch: StatusWatch) -> ToolResult:
         if watch.denied is not None:
@@ -222,13 +217,11 @@ def _compact(value: Any) -> str:
 async def bearer_for(ctx: ToolContext, spec: McpServerSpec) -> str | ToolResult:
     """The run's user's own token for a per-user server: only that user's runs use it
     (an expired OAuth access token is refreshed first)."""
-    from app.connections.oauth_refresh import bearer
-    from app.connections.services import OFF, vault_or_none
-
-    vault = vault_or_none(ctx.settings.mcp_token_key)
-    if vault is None:
-        return ToolResult.failure(OFF, "system_error", server=spec.name)
-    token = await bearer(ctx.session_factory, ctx.settings, ctx.user.id, spec.name, vault)
+    credentials = CREDENTIALS.provider
+    off = credentials.off_reason(ctx.settings)
+    if off is not None:
+        return ToolResult.failure(off, "system_error", server=spec.name)
+    token = await credentials.token(ctx, spec.name)
     if token is None:
         return ToolResult.failure(
             f"{spec.name} is not connected for this user (or its connection needs renewing).",

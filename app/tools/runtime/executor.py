@@ -19,7 +19,7 @@ from app.observability import calls, metrics
 from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 from app.tools.events import LoggingToolEvents, ToolCall, ToolEvents
 from app.tools.preview import clamp, generic_preview
-from app.tools.runtime.registry import get_registry
+from app.tools.runtime.registry import ToolRegistry
 from app.tools.validation import (
     ParsedCall,
     decode_arguments,
@@ -92,6 +92,7 @@ class ToolCallCache:
 
 
 def parse_call(
+    registry: ToolRegistry,
     name: str,
     arguments: str | bytes | dict[str, Any] | None,
     *,
@@ -100,7 +101,6 @@ def parse_call(
 ) -> ParsedCall | ToolResult:
     """Validation only (the orchestrator uses it to decide on confirmation before running).
     `actions`: per tool the agent may use for some actions only, those actions."""
-    registry = get_registry()
     tool = registry.get(name)
     available = [n for n in registry.all_names() if allowed is None or n in allowed]
     if tool is None or name not in available:
@@ -108,12 +108,12 @@ def parse_call(
     return validate_call(tool, arguments, (actions or {}).get(name))
 
 
-def bare_call_arguments(name: str) -> dict[str, Any] | ToolResult:
+def bare_call_arguments(registry: ToolRegistry, name: str) -> dict[str, Any] | ToolResult:
     """The arguments of a call given by the tool's name alone (a request's
     `tool_calls: ["tasks"]`): its no-argument action (`Tool.no_argument_action`), or a
     self-correcting error listing every action with what it needs. An unknown name gets
     no arguments: validating the call then answers with the available tools."""
-    tool = get_registry().get(name)
+    tool = registry.get(name)
     if tool is None:
         return {}
     action = tool.no_argument_action()
@@ -261,6 +261,7 @@ async def _finish(
 
 
 async def execute_tool_call(
+    registry: ToolRegistry,
     ctx: ToolContext,
     name: str,
     arguments: str | bytes | dict[str, Any] | None,
@@ -274,7 +275,7 @@ async def execute_tool_call(
     (the orchestrator validates each call when planning it): not parsed a second time."""
     events = events or LoggingToolEvents()
     if parsed is None:
-        parsed = parse_call(name, arguments, allowed=allowed)
+        parsed = parse_call(registry, name, arguments, allowed=allowed)
     if isinstance(parsed, ToolResult):
         raw = _raw_input(arguments)
         call = ToolCall(ctx.tool_call_id, name, raw.get("action"), raw, ctx.run_id, ctx.thread_id)

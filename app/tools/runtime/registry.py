@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -152,18 +151,3 @@ def _device_entry(spec: DeviceToolSpec) -> ToolCatalogEntry:
         result_schema=spec.result_schema or {},
         result_schemas={},
     )
-
-
-def builtin_tools() -> list[Tool]:
-    from app.tools.builtin.memory import MemoryTool
-    from app.tools.builtin.self_authoring import SelfAuthoringTool
-    from app.tools.builtin.tasks import TasksTool
-    from app.tools.builtin.web import WebTool
-
-    return [TasksTool(), WebTool(), MemoryTool(), SelfAuthoringTool()]
-
-
-@lru_cache(maxsize=1)
-def get_registry() -> ToolRegistry:
-    """The process registry with the builtin tools."""
-    return ToolRegistry(builtin_tools())

@@ -1,0 +1,58 @@
+"""The process's tools: the builtin set, its registry, and the union of every cell `data`.
+
+The one module of `app/tools` that knows every concrete kind of tool (builtin, MCP,
+device, specialist): the contract and the runtime below it know none, and the layers above
+(the orchestrator, the HTTP and CLI surfaces, create_app) take the registry from here.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from app.lib.struct_schema import struct_components, tagged_union
+from app.tools.base import Tool, ToolData
+from app.tools.builtin.memory import MemoryTool
+from app.tools.builtin.self_authoring import SelfAuthoringTool
+from app.tools.builtin.tasks import TasksTool
+from app.tools.builtin.web import WebTool
+from app.tools.mcp.tool import McpToolResult
+from app.tools.results import DelegationResult, DeviceToolOutput, ToolError, ToolProgress
+from app.tools.runtime.registry import ToolRegistry
+
+
+def builtin_tools() -> list[Tool]:
+    return [TasksTool(), WebTool(), MemoryTool(), SelfAuthoringTool()]
+
+
+@lru_cache(maxsize=1)
+def get_registry() -> ToolRegistry:
+    """The process registry with the builtin tools (MCP catalogs join it at startup)."""
+    return ToolRegistry(builtin_tools())
+
+
+def data_types() -> list[type[ToolData]]:
+    """Every kind of `data`, by its tag: the members of the published union."""
+    kinds = {s for tool in builtin_tools() for s in tool.results.values()}
+    kinds |= {McpToolResult, DelegationResult, DeviceToolOutput, ToolProgress, ToolError}
+    return sorted(kinds, key=lambda s: str(s.__struct_config__.tag))
+
+
+DATA_DESCRIPTION = (
+    "A cell's `data` (`tool_activity.data`), chosen by `type`: the result of the call's "
+    "tool and action (GET /api/tools, `result_schemas`), `progress` while it runs, "
+    "`error` once it failed."
+)
+DATA_FALLBACK = (
+    "new result types may be added; show a cell whose `data.type` you do not know from "
+    "its generic fields (`name`, `status`, `display_message`, `preview`, `error`)."
+)
+
+
+def data_components() -> dict[str, dict[str, Any]]:
+    """The schema of every kind of `data` (and what they contain), and their union
+    `ToolData`: components of openapi/openapi.json and openapi/asyncapi.json."""
+    kinds = data_types()
+    schemas = struct_components(kinds)
+    schemas["ToolData"] = tagged_union(kinds, DATA_DESCRIPTION, fallback=DATA_FALLBACK)
+    return schemas
