@@ -24,7 +24,7 @@ from app.db.config import build_sqlalchemy_config
 from app.db.schema import schema_lifespan
 from app.db.session import session_dependency
 from app.devices.controllers import DeviceController
-from app.lib.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
+from app.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
 from app.lib.health import health, readiness
 from app.lib.heap import freeze_startup_heap
 from app.lib.openapi import (
@@ -46,6 +46,7 @@ from app.realtime.channels import RealtimeChannels
 from app.realtime.socket import realtime_socket
 from app.settings import Settings, get_settings
 from app.tasks.controllers import TaskController
+from app.threads import run_metrics
 from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
@@ -122,6 +123,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
     load_agent_types(settings.agent_types_file, tool_names=get_registry().names)
     tool_instances.install(get_registry())  # the file's configured tools (web_news, …)
     install_tool_actions(_actions_of)
+    run_metrics.register()  # runs by final status and turn latency, from committed changes
     CREDENTIALS.plug(VaultCredentials())  # per-user MCP tokens, from the connections' vault
     db_config = build_sqlalchemy_config(settings)
     app = Litestar(

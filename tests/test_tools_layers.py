@@ -1,8 +1,10 @@
 """The tools layers point one way, checked on the source (every import, also inside functions).
 
-tools contract (base, errors, validation, schema, toolsets, device)  <-  domain services (agents,
-tasks, memories, accounts)  <-  builtin tools (which call the domain services). The registry
-of builtins is wired in by the composition root (create_app), never by a domain package.
+tools contract (base, errors, validation, schema, results, device, …)  <-  tools runtime
+(registry, toolsets, executor)  <-  domain services (agents, tasks, memories, accounts)  <-
+builtin tools (which call the domain services) and the MCP integration  <-  the assembly of the
+process's tools (app/tools/assembly.py), taken by the orchestrator and create_app, never by a
+domain package. (tests/test_layers.py checks the whole order; these are the tools' own rules.)
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ import pytest
 
 APP = Path(__file__).resolve().parent.parent / "app"
 DOMAIN_PACKAGES = ("agents", "tasks", "memories", "accounts")
-TOOLS_ABOVE_CONTRACT = ("app.tools.builtin", "app.tools.runtime.registry")
+TOOLS_ABOVE_CONTRACT = ("app.tools.builtin", "app.tools.mcp", "app.tools.assembly")
 LAYERS_ABOVE_TOOLS = ("app.agents", "app.tasks", "app.memories", "app.threads", "app.orchestrator")
-CONTRACT_MODULES = ("base", "errors", "validation", "schema", "toolsets", "device")
+CONTRACT_MODULES = ("base", "errors", "validation", "schema", "results", "device", "mcp_config")
 
 
 def module_name(path: Path) -> str:
@@ -61,15 +63,16 @@ def python_files(*folders: Path) -> list[Path]:
 def test_the_import_parser_sees_every_form() -> None:
     """The rules cannot pass by not seeing an import (guards the checks below)."""
     source = (
-        "import app.tools.runtime.registry\n"
+        "import app.tools.assembly\n"
         "from app.tools import builtin\n"
-        "def f():\n    from ..tools.registry import get_registry\n"
+        "def f():\n    from ..tools.mcp import tool\n"
     )
     imported = imported_modules(source, "app.agents")
     assert forbidden_among(imported, TOOLS_ABOVE_CONTRACT) == [
+        "app.tools.assembly",
         "app.tools.builtin",
-        "app.tools.runtime.registry",
-        "app.tools.runtime.registry.get_registry",
+        "app.tools.mcp",
+        "app.tools.mcp.tool",
     ]
 
 
@@ -82,7 +85,8 @@ def test_tools_never_import_the_layers_above_them() -> None:
     below_builtins = [
         p
         for p in python_files(APP / "tools")
-        if "builtin" not in p.relative_to(APP / "tools").parts and p.name != "registry.py"
+        if not {"builtin", "mcp"} & set(p.relative_to(APP / "tools").parts)
+        and p.name not in ("assembly.py", "controllers.py", "cli.py")
     ]
     assert below_builtins  # the rule checks something
     assert violations(below_builtins, LAYERS_ABOVE_TOOLS) == []

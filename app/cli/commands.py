@@ -2,39 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from uuid import UUID
 
-import anyio
 import click
-from advanced_alchemy.extensions.litestar import SQLAlchemyPlugin
 from litestar import Litestar
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.cli.groups import app_group, with_app
+from app.lib.cli import app_group, run_in_session, with_app
 
 if TYPE_CHECKING:
     from app.db.models import User
 
 T = TypeVar("T")
-
-
-def run_in_session(app: Litestar, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
-    """Run `work` in one committed session on the app's database."""
-    config = app.plugins.get(SQLAlchemyPlugin).config[0]
-
-    async def _main() -> T:
-        engine = config.get_engine()
-        try:
-            async with config.get_session() as session:
-                result = await work(session)
-                await session.commit()
-                return result
-        finally:
-            await engine.dispose()
-
-    return anyio.run(_main)
 
 
 def fail(message: str) -> NoReturn:

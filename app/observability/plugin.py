@@ -14,7 +14,7 @@ from litestar.handlers import BaseRouteHandler
 from litestar.plugins import InitPlugin
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 
-from app.observability import metrics, run_metrics, tracing
+from app.observability import metrics, tracing
 from app.observability.logs import logging_config
 from app.observability.request_id import RequestIdMiddleware, add_request_id_header
 from app.settings import Settings
@@ -66,7 +66,6 @@ class ObservabilityPlugin(InitPlugin):
         if settings.metrics_enabled:
             app_config.middleware.append(prometheus_config().middleware)
             app_config.route_handlers.append(MetricsController)
-        run_metrics.register()
         app_config.on_startup.append(self._start_tracing)
         app_config.on_shutdown.append(self._stop_tracing)
         return app_config

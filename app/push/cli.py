@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from uuid_utils.compat import uuid7
 
-from app.cli.groups import app_group, with_app
+from app.lib.cli import app_group, with_app
 
 push_group = app_group("push", "Push notifications.")
 

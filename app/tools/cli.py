@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from litestar import Litestar
 
-from app.cli.groups import app_group, with_app
+from app.lib.cli import app_group, run_in_session, with_app
 
 tools_group = app_group("tools", "Inspect tools and migrate agents' tools.")
 
@@ -43,7 +43,6 @@ def list_tools_command() -> None:
 )
 @with_app
 def consolidate_command(app: Litestar, dry_run: bool, reverse: bool) -> None:
-    from app.cli.commands import run_in_session
     from app.tools.runtime.consolidate import rewrite_enabled_tools
 
     changes = run_in_session(
