@@ -31,5 +31,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=5 \
 
 ENTRYPOINT ["toolcells-entrypoint"]
 # uvicorn itself (not `litestar run`) for its keep-alive: above a phone's or a proxy's
-# idle time between requests, so a POST never meets a connection being closed (README).
+# idle time between requests, so a POST never meets a connection being closed (docs/operations.md).
 CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--timeout-keep-alive", "75"]

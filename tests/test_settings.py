@@ -22,7 +22,7 @@ from app.settings import (
     get_settings,
     variables,
 )
-from app.settings_docs import README, with_table
+from app.settings_docs import CONFIGURATION_DOC, with_table
 
 # The names operators already use; they must keep working.
 DOCUMENTED_NAMES = {
@@ -288,12 +288,12 @@ def test_litestar_run_reports_a_missing_agent_types_file_in_one_line(tmp_path: P
     ]
 
 
-def test_the_readme_lists_every_setting() -> None:
-    readme = README.read_text()
-    assert with_table(readme) == readme, "stale: run `uv run python -m app.settings_docs`"
+def test_the_configuration_doc_lists_every_setting() -> None:
+    doc = CONFIGURATION_DOC.read_text()
+    assert with_table(doc) == doc, "stale: run `uv run python -m app.settings_docs`"
     for variable in variables():
         assert variable.description, f"{variable.field}: give it a Meta(description=...)"
-        assert f"| `{variable.name}` |" in readme
+        assert f"| `{variable.name}` |" in doc
 
 
 def test_a_trusted_proxy_that_is_no_address_stops_the_start_in_one_line() -> None:

@@ -55,7 +55,7 @@ Limits (per socket; defaults, configurable): client frames of at most 4096 bytes
 with a burst of 60, 100 subscriptions; breaking one answers an `error` frame with
 `error_type` `limit` and the socket stays open. The server also answers protocol-level
 pings (uvicorn sends its own every 20 s); they count as activity for the idle timeout only
-when the server runs the ping-aware protocol (README, "Realtime").
+when the server runs the ping-aware protocol (docs/operations.md, "Realtime under trouble").
 
 If the pub/sub backend (Redis) was unreachable, subscriptions stay open and receive the
 changes they missed from the database (`message` frames in ascending `seq`, then the

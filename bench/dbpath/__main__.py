@@ -3,7 +3,7 @@
 `uv run python -m bench.dbpath [--dialects sqlite,postgresql] [--transactions 2000]`
 
 A turn writes through SQLAlchemy's AsyncSession: a handful of short transactions, each a
-few statements (README, "Benchmarks": bench.realistic counts them). This prices one such
+few statements (docs/benchmarks.md: bench.realistic counts them). This prices one such
 transaction on each path, in this process's CPU (user + system, threads included:
 aiosqlite's worker thread does SQLite's part), on a fresh database:
 

@@ -129,7 +129,7 @@ async def servers(
             command += ["--log-level", "warning"]
             # Above the clients' idle time between requests (a turn's seconds): with
             # uvicorn's 5 s default a client POSTing on a connection the server is just
-            # closing gets "connection reset" (README, "Operating in production").
+            # closing gets "connection reset" (docs/operations.md, "Serving").
             command += ["--timeout-keep-alive", "75"]
             process = subprocess.Popen(  # noqa: ASYNC220 - started once, before measuring
                 command,

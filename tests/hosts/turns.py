@@ -258,6 +258,6 @@ async def execution_over(host: AppHost, before: float, timeout: float) -> bool:
 
 
 def report(scenario: str, transport: str, seconds: float, note: str = "") -> None:
-    """One line per scenario, shown by `pytest -s` and collected for the README."""
+    """One line per scenario, shown by `pytest -s` and collected in docs/benchmarks.md."""
     line = f"RECOVERY {scenario} [{transport}]: {seconds:.1f} s"
     print(f"\n{line}{' (' + note + ')' if note else ''}", flush=True)
