@@ -1,5 +1,6 @@
-# The API server. On start, docker/entrypoint.sh applies migrations (and seeds the demo when
-# SEED_DEMO=1), then runs the command: `litestar run`.
+# The API server. On start, docker/entrypoint.sh applies migrations (under a database lock, so
+# replicas starting together do not race; and seeds the demo when SEED_DEMO=1), then runs the
+# command: uvicorn.
 FROM python:3.11-slim
 
 ENV PYTHONUNBUFFERED=1 \
@@ -9,7 +10,9 @@ ENV PYTHONUNBUFFERED=1 \
     PATH=/opt/venv/bin:$PATH \
     LITELLM_LOCAL_MODEL_COST_MAP=True
 
-RUN pip install --no-cache-dir uv
+# The uv that wrote uv.lock: another release may read or resolve the lock differently.
+ARG UV_VERSION=0.13.9
+RUN pip install --no-cache-dir "uv==${UV_VERSION}"
 
 WORKDIR /srv
 # Dependencies first, so code changes do not reinstall them.
@@ -26,7 +29,10 @@ RUN useradd --create-home --uid 10001 toolcells && mkdir -p var && chown toolcel
 USER toolcells
 
 EXPOSE 8000
-HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=5 \
+# Liveness (/api/health): the process answers; a database outage does not make it unhealthy
+# (/api/health/ready is the database and the migrations). A cold start (migrations, imports,
+# the first listing of the MCP servers) takes 20-35 s: failures in the first 90 s do not count.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=90s --retries=5 \
   CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/api/health', timeout=2).status != 200)"
 
 ENTRYPOINT ["toolcells-entrypoint"]

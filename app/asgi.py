@@ -27,11 +27,11 @@ from app.devices.controllers import DeviceController
 from app.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
 from app.lib.health import health, readiness
 from app.lib.heap import freeze_startup_heap
-from app.lib.openapi import (
+from app.lib.openapi import SwiftReadyOpenAPIConfig
+from app.lib.openapi_plugins import (
     OmittedNullStructSchemaPlugin,
     OptionalLiteralSchemaPlugin,
     StrictStructSchemaPlugin,
-    SwiftReadyOpenAPIConfig,
 )
 from app.lib.problems import problem_details_plugin
 from app.lib.requests import ApiRequest

@@ -18,7 +18,7 @@ TOOLS_CONTRACT = tuple(
     f"app.tools.{name}"
     for name in (
         "base", "errors", "schema", "validation", "json_schema", "results", "events",
-        "preview", "unit", "device", "specialists", "mcp_config",
+        "preview", "unit", "device", "specialists", "mcp_config", "bounds",
     )
 )  # fmt: skip
 

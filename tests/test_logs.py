@@ -11,13 +11,14 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosedError
 
-from app.observability.logs import JsonFormatter, logging_config
+from app.observability.logs import ACCESS_LOGGER, AccessLog, JsonFormatter, logging_config
 from app.observability.query_secrets import QuerySecretFilter
 from app.observability.request_id import RequestIdFilter
 from app.settings import PROJECT_ROOT, Settings
@@ -70,11 +71,15 @@ async def test_json_log_lines_carry_the_request_id(tmp_path: Path) -> None:
             def mine() -> list[dict]:
                 return [line for line in lines() if line.get("request_id") == "trace-me-1"]
 
+            unknown = await http.get("/api/nowhere?limit=5&token=t-1")  # the router's 404
+            assert unknown.status_code == 404
+
             async def logged() -> bool:
-                return {line["logger"] for line in mine()} >= {
-                    "app.realtime.channels",
-                    "uvicorn.access",
-                }
+                loggers = {line["logger"] for line in mine()}
+                paths = {line.get("path") for line in lines() if line["logger"] == "app.access"}
+                return {"app.realtime.channels", "app.access"} <= loggers and (
+                    "/api/nowhere" in paths
+                )
 
             await until(logged, timeout=30)
     finally:
@@ -84,6 +89,21 @@ async def test_json_log_lines_carry_the_request_id(tmp_path: Path) -> None:
     assert warning["level"] == "WARNING"
     assert warning["message"] == "readiness: Redis unavailable"
     assert "Traceback" in warning["exception"]
+    # the access line: its parts as fields, the duration included; uvicorn's is not written
+    (access,) = [line for line in mine() if line["logger"] == "app.access"]
+    assert access["level"] == "INFO"
+    assert (access["method"], access["path"], access["query"]) == ("GET", "/api/health/ready", "")
+    assert access["status"] == 503 and access["http_version"] == "1.1"
+    assert isinstance(access["duration_ms"], float) and access["duration_ms"] >= 0
+    assert access["client"].startswith("127.0.0.1:")
+    assert access["message"].endswith(
+        f'"GET /api/health/ready HTTP/1.1" 503 {access["duration_ms"]:.1f}ms'
+    )
+    (unknown_line,) = [
+        line for line in lines() if line.get("path") == "/api/nowhere"
+    ]  # answered by the router, outside every route's middleware: logged all the same
+    assert unknown_line["status"] == 404 and unknown_line["query"] == "limit=5&token=REDACTED"
+    assert not [line for line in lines() if line["logger"] == "uvicorn.access"]
     assert all(line["time"].endswith("+00:00") for line in lines())
     # every line the server wrote is one JSON object
     text_lines = [line for line in log.read_text().splitlines() if line.strip()]
@@ -181,10 +201,73 @@ async def test_tool_events_are_debug_lines(caplog: pytest.LogCaptureFixture) -> 
 
 def test_the_access_log_can_be_turned_off() -> None:
     """uvicorn's own --no-access-log is undone when the app configures logging; the
-    setting is the switch (the benchmarks turn it off)."""
-    on = logging_config(Settings()).loggers["uvicorn.access"]["level"]
-    off = logging_config(Settings(access_log=False)).loggers["uvicorn.access"]["level"]
-    assert (on, off) == ("INFO", "WARNING")
+    setting is the switch (the benchmarks turn it off). uvicorn's access lines (no
+    duration, one string) give way to the app's."""
+    on = logging_config(Settings()).loggers
+    off = logging_config(Settings(access_log=False)).loggers
+    assert (on[ACCESS_LOGGER]["level"], off[ACCESS_LOGGER]["level"]) == ("INFO", "WARNING")
+    assert on["uvicorn.access"]["level"] == off["uvicorn.access"]["level"] == "WARNING"
+
+
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+async def test_an_access_line_has_its_parts_and_the_duration_of_the_whole_response() -> None:
+    """Timed until the last body part is sent (a streamed response's whole length), not
+    until its headers."""
+
+    async def streaming(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 201, "headers": []})
+        await send({"type": "http.response.body", "body": b"a", "more_body": True})
+        await asyncio.sleep(0.05)
+        await send({"type": "http.response.body", "body": b"b"})
+
+    async def failing(scope: Any, receive: Any, send: Any) -> None:
+        raise RuntimeError("boom")
+
+    async def ignore(message: Any) -> None:
+        return None
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/api/threads",
+        "query_string": b"code=abc&x=1",
+        "http_version": "2",
+        "client": ("10.0.0.9", 5151),
+        "headers": [(b"x-request-id", b"req-77")],
+    }
+    # A handler of its own: the app's logging config keeps these records from caplog.
+    logger, handler = logging.getLogger(ACCESS_LOGGER), Records()
+    level, logger.level = logger.level, logging.INFO
+    logger.addHandler(handler)
+    try:
+        await AccessLog(streaming)(dict(scope), ignore, ignore)
+        with pytest.raises(RuntimeError):
+            await AccessLog(failing)(dict(scope, method="GET"), ignore, ignore)
+        await AccessLog(streaming)({"type": "lifespan"}, ignore, ignore)  # not HTTP: no line
+    finally:
+        logger.removeHandler(handler)
+        logger.level = level
+    streamed, failed = handler.records
+    assert (streamed.method, streamed.path, streamed.query) == (
+        "POST",
+        "/api/threads",
+        "code=REDACTED&x=1",
+    )
+    assert streamed.status == 201 and streamed.duration_ms >= 50
+    assert streamed.client == "10.0.0.9:5151" and streamed.request_id == "req-77"
+    assert streamed.getMessage() == (
+        f'10.0.0.9:5151 - "POST /api/threads?code=REDACTED&x=1 HTTP/2" 201 '
+        f"{streamed.duration_ms:.1f}ms"
+    )
+    assert failed.method == "GET" and failed.status == 500
 
 
 def test_secret_query_values_are_redacted_from_records() -> None:

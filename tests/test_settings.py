@@ -86,6 +86,7 @@ DEFAULTS = {
     "delegation_timeout_seconds": 120.0,
     "delegation_max_depth": 2,
     "tool_output_max_chars": 20_000,
+    "tool_result_max_bytes": 65_536,
     "tool_flush_seconds": 0.25,
     "completion_wait_seconds": 300.0,
     "channels_prefix": "tc:",

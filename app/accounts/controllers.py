@@ -9,7 +9,7 @@ from litestar.exceptions import NotAuthorizedException
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts import services
-from app.accounts.deps import SECURITY, bearer_token
+from app.accounts.deps import SECURITY, SignedInController, bearer_token
 from app.accounts.schemas import TokenCreate, TokenRead, UserRead
 from app.accounts.serializers import user_read
 from app.accounts.throttle import LoginThrottle, provide_login_throttle
@@ -76,10 +76,9 @@ class AuthController(Controller):
             request.app.emit("token_revoked", digest)  # closes its sockets
 
 
-class MeController(Controller):
+class MeController(SignedInController):
     path = "/api/me"
     tags = ["auth"]
-    security = SECURITY
 
     @get("/", operation_id="GetMe", responses=problems())
     async def get_me(self, current_user: User) -> UserRead:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from litestar import Controller
 from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,6 +15,13 @@ from app.lib.security import token_digest
 
 BEARER_SCHEME = "BearerToken"
 SECURITY = [{BEARER_SCHEME: []}]
+
+
+class SignedInController(Controller):
+    """A controller whose every route is the signed-in user's: the OpenAPI document asks
+    for the bearer token (a route open to all says `security=[]`)."""
+
+    security = SECURITY
 
 
 def bearer_token(connection: ASGIConnection) -> str | None:

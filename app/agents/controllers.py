@@ -3,10 +3,10 @@ from __future__ import annotations
 from uuid import UUID
 
 import msgspec
-from litestar import Controller, get, patch, post
+from litestar import get, patch, post
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.accounts.deps import SECURITY
+from app.accounts.deps import SignedInController
 from app.agents import services
 from app.agents.schemas import AgentCreate, AgentList, AgentRead, AgentUpdate
 from app.agents.serializers import agent_read
@@ -14,10 +14,9 @@ from app.db.models import User
 from app.lib.problems import problems
 
 
-class AgentController(Controller):
+class AgentController(SignedInController):
     path = "/api/agents"
     tags = ["agents"]
-    security = SECURITY
 
     @get("/", operation_id="ListAgents", responses=problems())
     async def list_agents(self, db_session: AsyncSession, current_user: User) -> AgentList:

@@ -12,6 +12,7 @@ from app.agents import repository
 from app.agents.delegates import owned_specialists
 from app.agents.schemas import AgentUpdate
 from app.db.models import Agent, User
+from app.lib.lookup import one_or_404
 from app.lib.problems import ProblemException
 from app.tools.runtime.toolsets import (
     agent_type_names,
@@ -32,10 +33,7 @@ async def specialists_of(session: AsyncSession, user: User) -> list[Agent]:
 
 async def get_visible_agent(session: AsyncSession, user: User, agent_id: UUID) -> Agent:
     params = {"user_id": user.id, "agent_id": agent_id}
-    agent = await session.scalar(repository.VISIBLE_AGENT, params)
-    if agent is None:
-        raise ProblemException(404, "Agent not found.")
-    return agent
+    return await one_or_404(session, repository.VISIBLE_AGENT, "Agent", params)
 
 
 async def find_agent(session: AsyncSession, agent_id: UUID) -> Agent | None:
@@ -44,10 +42,7 @@ async def find_agent(session: AsyncSession, agent_id: UUID) -> Agent | None:
 
 
 async def get_owned_agent(session: AsyncSession, user: User, agent_id: UUID) -> Agent:
-    agent = await session.scalar(repository.owned_agent(user.id, agent_id))
-    if agent is None:
-        raise ProblemException(404, "Agent not found.")
-    return agent
+    return await one_or_404(session, repository.owned_agent(user.id, agent_id), "Agent")
 
 
 def check_agent_type(agent_type: str) -> None:

@@ -15,7 +15,7 @@ from litestar.params import QueryParameter
 from litestar.response import Redirect
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.accounts.deps import SECURITY
+from app.accounts.deps import SignedInController
 from app.connections import oauth
 from app.connections import services as connections
 from app.db.models import User
@@ -62,10 +62,9 @@ def _read(name: str, request: Request, connected_at: datetime | None) -> McpServ
     )
 
 
-class McpServerController(Controller):
+class McpServerController(SignedInController):
     path = "/api/mcp/servers"
     tags = ["mcp"]
-    security = SECURITY
 
     @get("/", operation_id="ListMcpServers", responses=problems())
     async def list_servers(

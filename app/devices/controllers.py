@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from litestar import Controller, delete, get, post
+from litestar import delete, get, post
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.accounts.deps import SECURITY
+from app.accounts.deps import SignedInController
 from app.db.models import User
 from app.devices import services
 from app.devices.schemas import DeviceCreate, DeviceList, DeviceRead
@@ -13,10 +13,9 @@ from app.devices.serializers import device_read
 from app.lib.problems import problems
 
 
-class DeviceController(Controller):
+class DeviceController(SignedInController):
     path = "/api/devices"
     tags = ["devices"]
-    security = SECURITY
 
     @post("/", operation_id="RegisterDevice", responses=problems())
     async def register_device(
@@ -38,5 +37,4 @@ class DeviceController(Controller):
         self, device_id: UUID, db_session: AsyncSession, current_user: User
     ) -> None:
         """Stop pushes to a device (sign-out on the phone)."""
-        device = await services.get_owned_device(db_session, current_user, device_id)
-        await services.delete_device(db_session, device)
+        await services.delete_owned_device(db_session, current_user, device_id)

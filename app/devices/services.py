@@ -11,7 +11,7 @@ from app.db.models import Device, User
 from app.db.upsert import dialect_insert
 from app.devices import repository
 from app.devices.schemas import DeviceCreate
-from app.lib.problems import ProblemException
+from app.lib.lookup import one_or_404
 from app.lib.time import utcnow
 
 
@@ -45,12 +45,7 @@ async def list_devices(session: AsyncSession, user: User) -> list[Device]:
     return list(await session.scalars(repository.user_devices(user.id)))
 
 
-async def get_owned_device(session: AsyncSession, user: User, device_id: UUID) -> Device:
-    device = await session.scalar(repository.user_device(user.id, device_id))
-    if device is None:
-        raise ProblemException(404, "Device not found.")
-    return device
-
-
-async def delete_device(session: AsyncSession, device: Device) -> None:
+async def delete_owned_device(session: AsyncSession, user: User, device_id: UUID) -> None:
+    """Delete one of the user's devices (404 for another user's, as if it did not exist)."""
+    device = await one_or_404(session, repository.user_device(user.id, device_id), "Device")
     await session.delete(device)

@@ -5,19 +5,26 @@ loggers all write through one handler); only the formatter changes between the f
 and the request-id and query-secret filters (query_secrets.py) sit on that handler, where
 records are still handled in the task that logged them (the queue behind it formats in
 another thread).
+
+The access log is the app's own (`AccessLog`, logger `app.access`), not uvicorn's: one line
+per HTTP request once its response is sent, with the request's duration, and in JSON its
+fields apart (`method`, `path`, `query`, `status`, `duration_ms`, `client`,
+`http_version`) rather than one string to parse. uvicorn's access logger stays quiet.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 from litestar.logging.config import LoggingConfig
+from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 
-from app.observability.query_secrets import QuerySecretFilter
-from app.observability.request_id import RequestIdFilter
+from app.observability.query_secrets import QuerySecretFilter, redact_query_secrets
+from app.observability.request_id import RequestIdFilter, request_id_of
 from app.settings import Settings
 
 TEXT_FORMAT = "%(levelname)s - %(asctime)s - %(name)s - [%(request_id)s] %(message)s"
@@ -69,6 +76,76 @@ class ClientFaultFilter(logging.Filter):
         return True
 
 
+ACCESS_LOGGER = "app.access"
+access_logger = logging.getLogger(ACCESS_LOGGER)
+
+
+class AccessLog:
+    """Wraps the app's ASGI handler (outside routing, so a 404 of the router is logged
+    too): per HTTP request, once its last body part is sent (or it failed), one INFO line
+    `client - "METHOD /path?query HTTP/1.1" status duration ms`, its parts as fields."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status: int | None = None
+        logged = False
+
+        def log() -> None:
+            nonlocal logged
+            if not logged:
+                logged = True
+                _log_access(cast("HTTPScope", scope), status or 500, started)
+
+        async def observed_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                log()
+
+        try:
+            await self.app(scope, receive, observed_send)
+        finally:
+            log()  # no complete response: it failed (500 unless it had begun one)
+
+
+def _log_access(scope: HTTPScope, status: int, started: float) -> None:
+    if not access_logger.isEnabledFor(logging.INFO):
+        return
+    duration_ms = round((time.perf_counter() - started) * 1000, 1)
+    client = scope.get("client")
+    client_text = f"{client[0]}:{client[1]}" if client else "-"
+    query = redact_query_secrets("?" + scope.get("query_string", b"").decode("latin-1"))[1:]
+    target = f"{scope['path']}?{query}" if query else scope["path"]
+    version = scope.get("http_version", "1.1")
+    access_logger.info(
+        '%s - "%s %s HTTP/%s" %d %.1fms',
+        client_text,
+        scope["method"],
+        target,
+        version,
+        status,
+        duration_ms,
+        extra={
+            "method": scope["method"],
+            "path": scope["path"],
+            "query": query,
+            "status": status,
+            "duration_ms": duration_ms,
+            "client": client_text,
+            "http_version": version,
+            "request_id": request_id_of(scope),
+        },
+    )
+
+
 def _formatter(settings: Settings) -> dict[str, Any]:
     if settings.log_format == "json":
         return {"()": JsonFormatter}
@@ -88,11 +165,10 @@ def logging_config(settings: Settings) -> LoggingConfig:
         root={"handlers": ["queue_listener"], "level": level},
         loggers={
             "litestar": through_root,
-            # uvicorn's access and error lines in the same format, with the request id
-            "uvicorn.access": {
-                **through_root,
-                "level": "INFO" if settings.access_log else "WARNING",
-            },
+            # the app's access lines (AccessLog) replace uvicorn's, which lack the duration
+            ACCESS_LOGGER: {**through_root, "level": "INFO" if settings.access_log else "WARNING"},
+            "uvicorn.access": {**through_root, "level": "WARNING"},
+            # uvicorn's error lines in the same format, with the request id
             "uvicorn.error": {**through_root, "level": "INFO", "filters": ["client_faults"]},
         },
     )

@@ -19,6 +19,8 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from app.lib import background
+
 PREFIX = "toolcells"
 MAX_LABEL_VALUES = 100
 # Seconds: a turn with tool calls and a slow model can take minutes.
@@ -80,6 +82,12 @@ FENCED = Counter(
     "(app/threads/fence.py), by holder: run (a runner that lost a run's lease), push (a "
     "sender whose claim on a delivery lapsed: not sent, or its outcome not recorded)",
     ["holder"],
+)
+BACKGROUND_ERRORS = Counter(
+    f"{PREFIX}_background_errors",
+    "Failed runs of a background service's job (app/lib/background.py), by service: each "
+    "is logged, and the service goes on",
+    ["service"],
 )
 
 # Limits and how much of each is in use, read when /metrics is scraped (set_function):
@@ -277,3 +285,11 @@ def watch_send_queues(
 def fenced(holder: str) -> None:
     """A holder (`run`, `push`) found its lease gone: refused, it stopped."""
     FENCED.labels(holder).inc()
+
+
+def background_error(service: str) -> None:
+    """A background service's job failed (logged there; the service goes on)."""
+    BACKGROUND_ERRORS.labels(bounded("service", service)).inc()
+
+
+background.failure_counters.add(background_error)

@@ -1,7 +1,9 @@
-"""Wires request ids, log format, Prometheus metrics and optional traces into the app."""
+"""Wires request ids, log format and the access log, Prometheus metrics and optional traces
+into the app."""
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from typing import Any
 
@@ -9,25 +11,49 @@ from litestar import Litestar
 from litestar.config.app import AppConfig
 from litestar.connection import ASGIConnection
 from litestar.enums import ScopeType
-from litestar.exceptions import NotAuthorizedException
+from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.handlers import BaseRouteHandler
 from litestar.plugins import InitPlugin
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 
 from app.observability import metrics, tracing
-from app.observability.logs import logging_config
+from app.observability.logs import AccessLog, logging_config
 from app.observability.request_id import RequestIdMiddleware, add_request_id_header
 from app.settings import Settings
 
 METRICS_PATH = "/metrics"
 
 
-def _metrics_token_guard(
-    connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler
-) -> None:
-    """`METRICS_TOKEN` set: a scrape must send it as a bearer token."""
+# Headers a proxy adds when it forwards a request: a loopback peer sending one is a proxy
+# on this host relaying someone else's request.
+_FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
+
+
+def _is_local(connection: ASGIConnection[Any, Any, Any, Any]) -> bool:
+    """The socket's peer is this host, and no proxy says it forwarded the request."""
+    if connection.client is None:
+        return False
+    try:
+        address = ipaddress.ip_address(connection.client.host)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback and not any(
+        header in connection.headers for header in _FORWARDING_HEADERS
+    )
+
+
+def _metrics_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    """`METRICS_TOKEN` set: a scrape must send it as a bearer token. Unset: only this host
+    may scrape (a laptop, a sidecar); anyone else is told to set the token."""
     expected = connection.app.state.settings.metrics_token
     if expected is None:
+        if not _is_local(connection):
+            raise PermissionDeniedException(
+                "/metrics answers only requests from this host: set METRICS_TOKEN and scrape "
+                "with it as a bearer token."
+            )
         return
     sent = connection.headers.get("authorization", "")
     if not secrets.compare_digest(sent.encode(), f"Bearer {expected}".encode()):
@@ -39,7 +65,7 @@ class MetricsController(PrometheusController):
 
     path = METRICS_PATH
     include_in_schema = False
-    guards = [_metrics_token_guard]
+    guards = [_metrics_guard]
 
 
 def prometheus_config() -> PrometheusConfig:
@@ -51,6 +77,14 @@ def prometheus_config() -> PrometheusConfig:
         exclude=[METRICS_PATH],
         scopes={ScopeType.HTTP},  # sockets are counted by toolcells_open_sockets
     )
+
+
+def _log_access(app: Litestar) -> None:
+    """The access log around the app's whole handler (routing, CORS, traces), set once the
+    app exists: a plugin sees only its config, and route middleware misses what the router
+    answers itself (an unknown path's 404)."""
+    if not isinstance(app.asgi_handler, AccessLog):
+        app.asgi_handler = AccessLog(app.asgi_handler)
 
 
 class ObservabilityPlugin(InitPlugin):
@@ -66,6 +100,8 @@ class ObservabilityPlugin(InitPlugin):
         if settings.metrics_enabled:
             app_config.middleware.append(prometheus_config().middleware)
             app_config.route_handlers.append(MetricsController)
+        if settings.access_log:
+            app_config.on_startup.append(_log_access)
         app_config.on_startup.append(self._start_tracing)
         app_config.on_shutdown.append(self._stop_tracing)
         return app_config

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from litestar import Controller, Response, get, post
+from litestar import Response, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import OpenAPIResponse, Operation
 from litestar.response import Stream
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from app.accounts.deps import SECURITY
+from app.accounts.deps import SignedInController
 from app.agents.services import list_agents
 from app.db.models import Run, RunStatus, User
 from app.db.session import CommitFailedError
@@ -160,10 +160,9 @@ async def _chunks(
         yield _sse(openai_error(error.status_code, error.detail, **extra))
 
 
-class OpenAIController(Controller):
+class OpenAIController(SignedInController):
     path = "/v1"
     tags = ["openai"]
-    security = SECURITY
     exception_handlers = EXCEPTION_HANDLERS
 
     @get("/models", operation_id="listModels", responses=error_responses())

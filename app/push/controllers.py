@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-from litestar import Controller, delete, get, post
+from litestar import delete, get, post
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.accounts.deps import SECURITY
+from app.accounts.deps import SignedInController
 from app.db.models import LiveActivity, LiveActivityStartToken, Run, User
+from app.lib.lookup import one_or_404
 from app.lib.pagination import DEFAULT_PAGE_SIZE, PageLimit, page_size
 from app.lib.problems import ProblemException, problems
 from app.push import live_activities
@@ -51,18 +52,15 @@ def start_token_read(token: LiveActivityStartToken) -> StartTokenRead:
 
 
 async def _active_run(session: AsyncSession, thread_id: UUID, run_id: UUID) -> Run:
-    run = await session.scalar(threads_repository.thread_run(thread_id, run_id))
-    if run is None:
-        raise ProblemException(404, "Run not found.")
+    run = await one_or_404(session, threads_repository.thread_run(thread_id, run_id), "Run")
     if run.status not in live_activities.ACTIVE:
         raise ProblemException(409, "This run has ended: there is nothing to follow.")
     return run
 
 
-class LiveActivityController(Controller):
+class LiveActivityController(SignedInController):
     path = "/api"
     tags = ["push"]
-    security = SECURITY
 
     @post(
         "/threads/{thread_id:uuid}/live-activity",

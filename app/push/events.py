@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import clock
 from app.db.models import PushEvent, Run, ThreadMessage
 from app.db.outbox import on_commit
+from app.lib.listeners import Listeners
 from app.push import repository
 from app.threads import activity, changes
 
@@ -34,21 +35,20 @@ WAITING = frozenset({"awaiting_approval", "awaiting_device", "awaiting_input"})
 REMINDER_LEAD_SECONDS = 3600.0  # a long wait is recalled an hour before it ends
 REMINDER_MIN_WAIT_SECONDS = 120.0  # a shorter wait gets no reminder
 
-_wakers: list[Callable[[], None]] = []
+# No logger: a waker's failure reaches the after-commit callback, which logs it.
+_wakers: Listeners[Callable[[], None]] = Listeners("push waker")
 
 
 def add_waker(wake: Callable[[], None]) -> None:
-    _wakers.append(wake)
+    _wakers.add(wake)
 
 
 def remove_waker(wake: Callable[[], None]) -> None:
-    if wake in _wakers:
-        _wakers.remove(wake)
+    _wakers.remove(wake)
 
 
 def _wake() -> None:
-    for wake in list(_wakers):
-        wake()
+    _wakers.notify()
 
 
 def wake_after_commit(session: AsyncSession) -> None:

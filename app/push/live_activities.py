@@ -14,8 +14,6 @@ at the updater's tick, and the app registers the new activity's token for that r
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -28,6 +26,8 @@ from uuid_utils.compat import uuid7
 from app.db.models import LiveActivity, LiveActivityStartToken, Run, Thread, User
 from app.db.outbox import on_commit
 from app.db.upsert import dialect_insert
+from app.lib.background import BackgroundService
+from app.lib.listeners import Listeners
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
 from app.push import events, payloads, presence, repository
@@ -253,14 +253,13 @@ async def delete_start_token(session: AsyncSession, user: User, token_id: UUID) 
 
 # -- the updater --------------------------------------------------------------------------
 _dirty: set[UUID] = set()
-_updaters: list[LiveActivityUpdater] = []
+_updaters: Listeners[LiveActivityUpdater] = Listeners("Live Activity updater")
 
 
 def changes_seen(thread_id: UUID) -> None:
     if _updaters:
         _dirty.add(thread_id)
-        for updater in _updaters:
-            updater.poke()
+        _updaters.emit("poke")
 
 
 class _Changes(changes.ChangeSink):
@@ -280,39 +279,33 @@ class LiveActivityUpdater:
     ) -> None:
         self._settings, self._sessions, self._wake_sender = settings, sessions, wake_sender
         self._interval = settings.live_activity_update_seconds
-        self._poked = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._sink = _Changes()
+        self._service = BackgroundService(
+            "push-live-activities",
+            self._tick_then_wait,
+            period=None,  # until poked
+            logger=logger,
+            failure="Live Activity updates failed; retrying",
+            level=logging.WARNING,
+            retry=self._interval / 2,
+        )
 
     def poke(self) -> None:
-        self._poked.set()
+        self._service.wake()
 
     def start(self) -> None:
-        _updaters.append(self)
+        _updaters.add(self)
         changes.register(self._sink)
-        self._task = asyncio.create_task(self._run())
+        self._service.start()
 
     async def stop(self) -> None:
         changes.unregister(self._sink)
-        if self in _updaters:
-            _updaters.remove(self)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        _updaters.remove(self)
+        await self._service.stop()
 
-    async def _run(self) -> None:
-        while True:
-            await self._poked.wait()
-            self._poked.clear()
-            try:
-                held_back = await self.tick()
-            except Exception:
-                logger.warning("Live Activity updates failed; retrying", exc_info=True)
-                held_back = True
-            if held_back:  # come back when the throttle allows the held-back state
-                await asyncio.sleep(self._interval / 2)
-                self._poked.set()
+    async def _tick_then_wait(self) -> float | None:
+        """A tick; if some state was held back, come back when the throttle allows it."""
+        return self._interval / 2 if await self.tick() else None
 
     async def tick(self) -> bool:
         """Send the latest state of every open activity of a dirty thread the throttle

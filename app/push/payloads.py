@@ -66,6 +66,30 @@ def _start_of(text: str) -> str:
     return text if len(text) <= BODY_CHARS else text[: BODY_CHARS - 1].rstrip() + "…"
 
 
+def _thread_alert(
+    thread_id: UUID,
+    category: str,
+    alert: dict[str, Any],
+    fields: dict[str, Any],
+    *,
+    expiration: int,
+    time_sensitive: bool = False,
+) -> Alert:
+    """An alert about a thread: grouped by it (`thread-id`), and a newer one replaces it
+    (`collapse_id`); `fields` (its `kind` first) sit beside `aps` at the top level."""
+    aps: dict[str, Any] = {
+        "alert": alert,
+        "sound": "default",
+        "thread-id": str(thread_id),
+        "category": category,
+    }
+    if time_sensitive:
+        aps["interruption-level"] = "time-sensitive"
+    return Alert(
+        payload={"aps": aps, **fields}, collapse_id=collapse_id(thread_id), expiration=expiration
+    )
+
+
 def run_completed(
     *,
     thread_id: UUID,
@@ -79,39 +103,18 @@ def run_completed(
         alert: dict[str, Any] = {"title": title, "body": _start_of(answer)}
     else:  # an answer without text (only tool calls): the app words it
         alert = {"title": title, "loc-key": "RUN_COMPLETED_BODY", "loc-args": [title]}
-    aps = {
-        "alert": alert,
-        "sound": "default",
-        "thread-id": str(thread_id),
-        "category": ANSWER_CATEGORY,
-    }
-    return Alert(
-        payload={"aps": aps, "kind": "run_completed", **_ids(thread_id, run_id, message_id, seq)},
-        collapse_id=collapse_id(thread_id),
-        expiration=int(time.time()) + ANSWER_TTL_SECONDS,
-    )
+    fields = {"kind": "run_completed", **_ids(thread_id, run_id, message_id, seq)}
+    expiration = int(time.time()) + ANSWER_TTL_SECONDS
+    return _thread_alert(thread_id, ANSWER_CATEGORY, alert, fields, expiration=expiration)
 
 
 def run_failed(
     *, thread_id: UUID, run_id: UUID, seq: int | None, title: str, error: str | None
 ) -> Alert:
     alert = {"title": title, "loc-key": "RUN_FAILED_BODY", "loc-args": [title]}
-    aps = {
-        "alert": alert,
-        "sound": "default",
-        "thread-id": str(thread_id),
-        "category": FAILURE_CATEGORY,
-    }
-    return Alert(
-        payload={
-            "aps": aps,
-            "kind": "run_failed",
-            "error": error,
-            **_ids(thread_id, run_id, None, seq),
-        },
-        collapse_id=collapse_id(thread_id),
-        expiration=int(time.time()) + ANSWER_TTL_SECONDS,
-    )
+    fields = {"kind": "run_failed", "error": error, **_ids(thread_id, run_id, None, seq)}
+    expiration = int(time.time()) + ANSWER_TTL_SECONDS
+    return _thread_alert(thread_id, FAILURE_CATEGORY, alert, fields, expiration=expiration)
 
 
 def tool_waiting(
@@ -136,27 +139,16 @@ def tool_waiting(
         "loc-key": f"{key}_REMINDER_BODY" if reminder else f"{key}_BODY",
         "loc-args": [tool_name, title],
     }
-    aps = {
-        "alert": alert,
-        "sound": "default",
-        "thread-id": str(thread_id),
-        "category": key,
-        "interruption-level": "time-sensitive",
+    fields = {
+        "kind": kind,
+        "tool_name": tool_name,
+        "reminder": reminder,
+        "expires_at": served_timestamp(expires_at) if expires_at else None,
+        **_ids(thread_id, run_id, message_id, seq),
     }
     # Past its expiry the request is void: APNs must not deliver it late.
     expiration = int(expires_at.timestamp()) if expires_at else int(time.time()) + 600
-    return Alert(
-        payload={
-            "aps": aps,
-            "kind": kind,
-            "tool_name": tool_name,
-            "reminder": reminder,
-            "expires_at": served_timestamp(expires_at) if expires_at else None,
-            **_ids(thread_id, run_id, message_id, seq),
-        },
-        collapse_id=collapse_id(thread_id),
-        expiration=expiration,
-    )
+    return _thread_alert(thread_id, key, alert, fields, expiration=expiration, time_sensitive=True)
 
 
 def test_alert() -> dict[str, Any]:

@@ -8,7 +8,6 @@ stops counting within the TTL. `is_present` answers from memory first, then the 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import uuid
@@ -22,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import push_presence
 from app.db.upsert import dialect_insert
+from app.lib.background import BackgroundService
 from app.lib.time import utcnow
 
 logger = logging.getLogger(__name__)
@@ -70,40 +70,38 @@ class PresenceLoop:
     def __init__(self, sessions: async_sessionmaker[AsyncSession], ttl: float) -> None:
         self._sessions, self._ttl = sessions, ttl
         self._written: set[Key] = set()
-        self._changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._service = BackgroundService(
+            "push-presence",
+            self._sync,
+            period=ttl / 3,  # renewals; changes at once
+            logger=logger,
+            failure="presence could not be written",  # the database is away: try again
+            level=logging.WARNING,  # at the next beat
+            immediately=True,
+        )
 
     def start(self) -> None:
         global _on_change
-        _on_change = self._changed.set
-        self._changed.set()
-        self._task = asyncio.create_task(self._run())
+        _on_change = self._service.wake
+        self._service.start()
 
     async def stop(self) -> None:
         global _on_change
         _on_change = None
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._service.stop()
         with contextlib.suppress(Exception):  # shutting down: expiry covers a failure
             async with self._sessions() as session:
                 await session.execute(delete(push_presence).where(push_presence.c.owner == OWNER))
                 await session.commit()
 
-    async def _run(self) -> None:
-        while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._ttl / 3):
-                    await self._changed.wait()
-            self._changed.clear()
-            try:
-                await self._sync()
-            except Exception:  # the database is away: try again at the next beat
-                logger.warning("presence could not be written", exc_info=True)
-                self._written.clear()  # rewrite everything once it answers
-
     async def _sync(self) -> None:
+        try:
+            await self._write()
+        except Exception:
+            self._written.clear()  # rewrite everything once the database answers
+            raise
+
+    async def _write(self) -> None:
         current = set(_local)
         gone, new = self._written - current, current - self._written
         expires = utcnow() + timedelta(seconds=self._ttl)

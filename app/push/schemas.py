@@ -16,10 +16,16 @@ Scope = Literal["thread", "run"]
 Label = Annotated[str, msgspec.Meta(max_length=200)]
 
 
-class LiveActivityCreate(Input, kw_only=True):
+class _TokenCreate(Input, kw_only=True):
+    # An ActivityKit token to register: an activity's, or an install's push-to-start one
+    # (two bodies in the API, the same fields).
     push_token: PushToken
     # The token's APNs environment (a debug build: sandbox); APNS_ENVIRONMENT if omitted.
     environment: Environment | None = None
+
+
+class LiveActivityCreate(_TokenCreate):
+    pass  # the activity's token (Activity.pushTokenUpdates)
 
 
 class LiveActivityRead(Schema):
@@ -61,10 +67,8 @@ class LiveActivityEnd(Input, kw_only=True):
     dismiss_at: AwareDatetime | None = None
 
 
-class StartTokenCreate(Input, kw_only=True):
-    # ActivityKit's push-to-start token (Activity<…>.pushToStartTokenUpdates), hex.
-    push_token: PushToken
-    environment: Environment | None = None
+class StartTokenCreate(_TokenCreate):
+    pass  # the push-to-start token (Activity<…>.pushToStartTokenUpdates), hex
 
 
 class StartTokenRead(Schema):

@@ -18,7 +18,6 @@ is forgotten; anything else -> failed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -28,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db import clock
 from app.db.models import PushDelivery
+from app.lib.background import BackgroundService
 from app.lib.time import utcnow
 from app.observability import metrics
 from app.push import events, repository
@@ -67,38 +67,34 @@ class PushSender:
     ) -> None:
         self._settings, self._sessions, self._client = settings, sessions, client
         self._postgres = postgres
-        self._woken = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._last_prune = 0.0
+        self._clock_measured = False
+        self._service = BackgroundService(
+            "push-sender",
+            self._cycle_then_wait,
+            period=lambda: self._settings.push_poll_seconds,
+            logger=logger,
+            failure="push sender cycle failed",  # the database or the network is away:
+            level=logging.WARNING,  # the next poll retries
+            immediately=True,  # rows left from before the restart: at once
+        )
 
     def wake(self) -> None:
-        self._woken.set()
+        self._service.wake()
 
     def start(self) -> None:
         events.add_waker(self.wake)
-        self._woken.set()  # rows left from before the restart: at once
-        self._task = asyncio.create_task(self._run())
+        self._service.start()
 
     async def stop(self) -> None:
         events.remove_waker(self.wake)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._service.stop()
 
-    async def _run(self) -> None:
-        await self._synchronize_clock()
-        while True:
-            timeout = self._settings.push_poll_seconds
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._woken.wait()
-            self._woken.clear()
-            try:
-                if await self.cycle():
-                    self._woken.set()  # a full batch: more may be waiting
-            except Exception:  # the database or the network is away: the next poll retries
-                logger.warning("push sender cycle failed", exc_info=True)
+    async def _cycle_then_wait(self) -> float | None:
+        if not self._clock_measured:
+            self._clock_measured = True
+            await self._synchronize_clock()
+        return 0.0 if await self.cycle() else None  # a full batch: more may be waiting
 
     async def cycle(self) -> bool:
         """One round; True if a batch was full (go again at once)."""
@@ -202,7 +198,7 @@ class PushSender:
             base = self._settings.push_retry_base_seconds
             delay = min(base * 2 ** min(r.delivery.attempts + 1, 20) for r in retries)
             if delay < self._settings.push_poll_seconds:
-                asyncio.get_running_loop().call_later(delay, self._woken.set)
+                asyncio.get_running_loop().call_later(delay, self.wake)
 
     async def _maybe_prune(self) -> None:
         loop_time = asyncio.get_running_loop().time()

@@ -36,6 +36,7 @@ from litestar.events import listener
 from litestar.plugins import InitPluginProtocol
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from app.lib.background import BackgroundService
 from app.orchestrator.scheduling import notify
 from app.realtime.events import Frame
 from app.realtime.fanout import Fanout, Listener
@@ -87,6 +88,7 @@ class RealtimeChannels(InitPluginProtocol):
         self._control_handlers: dict[bytes, Callable[[bytes], None]] = {}
         self._lost: set[str] = set()  # channels whose frames a failed publish dropped
         self._tasks: list[asyncio.Task[None]] = []
+        self._token_check: BackgroundService | None = None
         self._resync: asyncio.Task[None] | None = None
         self._probes: dict[bytes, asyncio.Event] = {}
         self._token_cache: Any = None
@@ -249,8 +251,9 @@ class RealtimeChannels(InitPluginProtocol):
             asyncio.create_task(self.fanout.receive()),
             asyncio.create_task(self._relay_worker(ready)),
             asyncio.create_task(self._join_control()),
-            asyncio.create_task(self.tokens.run()),
         ]
+        self._token_check = self.tokens.service()
+        self._token_check.start()
         changes.register(self._sink)
         if self._redis is not None:  # the memory backend reaches this process only
             notify.add_relay(self.relay_wakeup)
@@ -264,6 +267,8 @@ class RealtimeChannels(InitPluginProtocol):
     ) -> None:
         notify.remove_relay(self.relay_wakeup)
         changes.unregister(self._sink)
+        if self._token_check is not None:
+            await self._token_check.stop()
         for task in (*self._tasks, self._resync):
             if task is not None:
                 task.cancel()

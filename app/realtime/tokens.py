@@ -9,7 +9,6 @@ process at once.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import ApiToken
+from app.lib.background import BackgroundService
 from app.lib.time import utcnow
 
 logger = logging.getLogger(__name__)
@@ -77,10 +77,15 @@ class TokenWatch:
                 if digest not in live:
                     self.close_sockets(digest)
 
-    async def run(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            try:
-                await self.check()
-            except Exception:  # the database is unreachable: keep the sockets, retry later
-                logger.exception("checking the tokens of open sockets failed")
+    def service(self) -> BackgroundService:
+        """The periodic check; the database unreachable keeps the sockets, for a retry later."""
+        return BackgroundService(
+            "socket token check",
+            self._check_job,
+            period=self._interval,
+            logger=logger,
+            failure="checking the tokens of open sockets failed",
+        )
+
+    async def _check_job(self) -> None:
+        await self.check()

@@ -3,37 +3,36 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-from litestar import Controller, get, patch
+from litestar import get, patch
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.accounts.deps import SECURITY
+from app.accounts.deps import SignedInController
 from app.db.models import User
-from app.lib.pagination import DEFAULT_PAGE_SIZE, PageLimit, page_size
+from app.lib.page_request import PAGE, PageRequest
 from app.lib.problems import problems
 from app.tasks import services
 from app.tasks.schemas import TaskPage, TaskRead, TaskStatusFilter, TaskUpdate
 from app.tasks.serializers import task_read
 
 
-class TaskController(Controller):
+class TaskController(SignedInController):
     path = "/api/tasks"
     tags = ["tasks"]
-    security = SECURITY
 
-    @get("/", operation_id="ListTasks", responses=problems())
+    @get("/", operation_id="ListTasks", responses=problems(), dependencies=PAGE)
     async def list_tasks(
         self,
         db_session: AsyncSession,
         current_user: User,
         status: Annotated[TaskStatusFilter | None, Parameter()] = None,
-        limit: PageLimit = DEFAULT_PAGE_SIZE,
-        cursor: Annotated[str | None, Parameter(max_length=200)] = None,
+        *,
+        page: PageRequest,  # `limit` and `cursor`, listed after `status`
     ) -> TaskPage:
         """Your tasks, newest first: every task (no `status`, or `all`), or those with one
         status."""
         wanted = None if status == "all" else status
-        return await services.list_tasks(db_session, current_user, wanted, page_size(limit), cursor)
+        return await services.list_tasks(db_session, current_user, wanted, page.size, page.cursor)
 
     @patch("/{task_id:uuid}", operation_id="UpdateTask", responses=problems(404))
     async def update_task(

@@ -56,6 +56,8 @@ INPUT_GIVEN = "Answered"
 INPUT_KEYS = ("input_request", "input_response")
 PROGRESS = "progress"  # the `type` of a running call's data (app/tools/results.py)
 INTERRUPTED = "interrupted"  # the error of a cell closed because its run stopped
+# The error of a specialist's cell still open when its delegation ended.
+DELEGATION_ENDED = "The specialist stopped before this call ended."
 
 Activity = dict[str, Any]
 

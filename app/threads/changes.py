@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Run, ThreadMessage
 from app.db.outbox import on_commit
+from app.lib.listeners import Listeners
 from app.threads.records import StoredMessage, StoredRun
 from app.threads.schemas import RunRead, ThreadMessageRead
 from app.threads.serializers import message_read, run_read
@@ -74,54 +75,38 @@ class TransactionHook:
         return {}
 
 
-_sinks: list[ChangeSink] = []
-_hooks: list[TransactionHook] = []
+# A sink's or hook's failure is logged: one broken sink must not keep the others from
+# hearing, a hook's side job must never fail the change itself.
+_sinks: Listeners[ChangeSink] = Listeners("change sink", logger=logger)
+_hooks: Listeners[TransactionHook] = Listeners("transaction hook", logger=logger)
 
 
 def register(sink: ChangeSink) -> None:
-    _sinks.append(sink)
+    _sinks.add(sink)
 
 
 def unregister(sink: ChangeSink) -> None:
-    if sink in _sinks:
-        _sinks.remove(sink)
+    _sinks.remove(sink)
 
 
 def register_hook(hook: TransactionHook) -> None:
-    _hooks.append(hook)
+    _hooks.add(hook)
 
 
 def unregister_hook(hook: TransactionHook) -> None:
-    if hook in _hooks:
-        _hooks.remove(hook)
-
-
-def _in_transaction(method: str, session: AsyncSession, row: Any) -> None:
-    for hook in _hooks:
-        try:
-            getattr(hook, method)(session, row)
-        except Exception:  # a hook's side job must never fail the change itself
-            logger.exception("transaction hook %r failed on %s", hook, method)
-
-
-def _deliver(method: str, *args: Any) -> None:
-    for sink in list(_sinks):
-        try:
-            getattr(sink, method)(*args)
-        except Exception:  # one broken sink must not keep the others from hearing
-            logger.exception("change sink %r failed on %s", sink, method)
+    _hooks.remove(hook)
 
 
 def message_changed(session: AsyncSession, message: ThreadMessage | StoredMessage) -> None:
     if _hooks:
-        _in_transaction("message_changed", session, message)
-    on_commit(session, partial(_deliver, "message_changed", message_read(message)))
+        _hooks.emit("message_changed", session, message)
+    on_commit(session, partial(_sinks.emit, "message_changed", message_read(message)))
 
 
 def run_changed(session: AsyncSession, run: Run | StoredRun) -> None:
     if _hooks:
-        _in_transaction("run_changed", session, run)
-    on_commit(session, partial(_deliver, "run_changed", run_read(run)))
+        _hooks.emit("run_changed", session, run)
+    on_commit(session, partial(_sinks.emit, "run_changed", run_read(run)))
 
 
 def run_end_values() -> dict[str, Any]:
@@ -134,21 +119,21 @@ def run_end_values() -> dict[str, Any]:
 
 
 def run_queued(session: AsyncSession, run_id: UUID) -> None:
-    on_commit(session, partial(_deliver, "run_queued", run_id))
+    on_commit(session, partial(_sinks.emit, "run_queued", run_id))
 
 
 def run_waiting(run: Run | StoredRun, position: int) -> None:
     """Not a stored change: the runner tells a queued run its place in line."""
-    _deliver("run_waiting", run_read(run), position)
+    _sinks.emit("run_waiting", run_read(run), position)
 
 
 def cancel_requested(session: AsyncSession, run_id: UUID) -> None:
-    on_commit(session, partial(_deliver, "cancel_requested", run_id))
+    on_commit(session, partial(_sinks.emit, "cancel_requested", run_id))
 
 
 def text_delta(thread_id: UUID, message_id: UUID, content: str) -> None:
-    _deliver("text_delta", thread_id, message_id, content)
+    _sinks.emit("text_delta", thread_id, message_id, content)
 
 
 def tool_output(thread_id: UUID, message_id: UUID, offset: int, chunk: str) -> None:
-    _deliver("tool_output", thread_id, message_id, offset, chunk)
+    _sinks.emit("tool_output", thread_id, message_id, offset, chunk)

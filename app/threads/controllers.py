@@ -1,25 +1,22 @@
 from __future__ import annotations
 
-from typing import Annotated
 from uuid import UUID
 
-from litestar import Controller, delete, get, patch, post
-from litestar.params import Parameter
+from litestar import delete, get, patch, post
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.accounts.deps import SECURITY
+from app.accounts.deps import SignedInController
 from app.db.models import User
-from app.lib.pagination import DEFAULT_PAGE_SIZE, PageLimit, page_size
+from app.lib.page_request import PAGE, PageRequest
 from app.lib.problems import problems
 from app.threads import services
 from app.threads.schemas import ThreadCreate, ThreadPage, ThreadRead, ThreadUpdate
 from app.threads.serializers import thread_read
 
 
-class ThreadController(Controller):
+class ThreadController(SignedInController):
     path = "/api/threads"
     tags = ["threads"]
-    security = SECURITY
 
     @post("/", operation_id="CreateThread", responses=problems(404))
     async def create_thread(
@@ -28,16 +25,12 @@ class ThreadController(Controller):
         thread = await services.create_thread(db_session, current_user, data.agent_id, data.title)
         return thread_read(thread, None)
 
-    @get("/", operation_id="ListThreads", responses=problems())
+    @get("/", operation_id="ListThreads", responses=problems(), dependencies=PAGE)
     async def list_threads(
-        self,
-        db_session: AsyncSession,
-        current_user: User,
-        limit: PageLimit = DEFAULT_PAGE_SIZE,
-        cursor: Annotated[str | None, Parameter(max_length=200)] = None,
+        self, db_session: AsyncSession, current_user: User, page: PageRequest
     ) -> ThreadPage:
         """Your threads, newest activity first; pass `next_cursor` back for the next page."""
-        return await services.list_threads(db_session, current_user, page_size(limit), cursor)
+        return await services.list_threads(db_session, current_user, page.size, page.cursor)
 
     @get("/{thread_id:uuid}", operation_id="GetThread", responses=problems(404))
     async def get_thread(

@@ -3,12 +3,12 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-from litestar import Controller, MediaType, Response, get, post
+from litestar import MediaType, Response, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.accounts.deps import SECURITY
+from app.accounts.deps import SignedInController
 from app.db.models import User
 from app.lib.pagination import DEFAULT_PAGE_SIZE, PageLimit, page_size
 from app.lib.problems import problems
@@ -21,10 +21,9 @@ from app.threads.services import get_owned_thread, get_owned_thread_for_post
 from app.usage.budget import refuse_if_spent
 
 
-class MessageController(Controller):
+class MessageController(SignedInController):
     path = "/api/threads/{thread_id:uuid}/messages"
     tags = ["messages"]
-    security = SECURITY
 
     @post(
         "/",

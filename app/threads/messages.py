@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from uuid_utils.compat import uuid7
 
 from app.db.models import Agent, Run, Thread, ThreadMessage
+from app.lib.lookup import one_or_404
 from app.lib.problems import ProblemException
 from app.threads import repository
 from app.threads.runs import queue_run
@@ -20,10 +21,7 @@ from app.tools.runtime.toolsets import get_agent_type
 
 
 async def get_message(session: AsyncSession, thread: Thread, message_id: UUID) -> ThreadMessage:
-    message = await session.scalar(repository.thread_message(thread.id, message_id))
-    if message is None:
-        raise ProblemException(404, "Message not found.")
-    return message
+    return await one_or_404(session, repository.thread_message(thread.id, message_id), "Message")
 
 
 async def _find_duplicate(

@@ -1,6 +1,6 @@
 """Stored rows of the hot path as plain Structs ("Core in, Structs out").
 
-The writer (app/threads/writer.py) and the run queue (app/orchestrator/scheduling/runs.py) run
+The writer (app/threads/writer.py) and the run queue (app/orchestrator/scheduling/) run
 prebuilt Core statements; what they stored comes back as these Structs, built from the
 values written or the rows returned, never as ORM instances made by hand. They carry
 every column under the ORM attribute's name, so the serializers (which read attributes)

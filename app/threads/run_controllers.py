@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from litestar import Controller, get, post
+from litestar import get, post
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.accounts.deps import SECURITY
+from app.accounts.deps import SignedInController
 from app.db.models import User
 from app.lib.problems import problems
 from app.threads import runs
@@ -15,10 +15,9 @@ from app.threads.services import get_owned_thread
 from app.threads.trace import run_trace
 
 
-class RunController(Controller):
+class RunController(SignedInController):
     path = "/api/threads/{thread_id:uuid}/runs"
     tags = ["runs"]
-    security = SECURITY
 
     @get("/{run_id:uuid}", operation_id="GetRun", responses=problems(404))
     async def get_run(

@@ -2,7 +2,8 @@
 
 A run is the unit of work: queued -> running (under a lease the runner renews) ->
 completed | failed | cancelled. The runner's side (claim, lease, finish, reap) is
-app/orchestrator/scheduling/runs.py. Every change is announced after commit (app/threads/changes.py).
+app/orchestrator/scheduling/ (claims.py, leases.py, reaper.py, runs.py). Every change is
+announced after commit (app/threads/changes.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Run, RunStatus, Thread
-from app.lib.problems import ProblemException
+from app.lib.lookup import one_or_404
 from app.lib.time import utcnow
 from app.threads import changes, repository
 
@@ -43,10 +44,7 @@ async def queue_run(
 
 
 async def get_thread_run(session: AsyncSession, thread: Thread, run_id: UUID) -> Run:
-    run = await session.scalar(repository.thread_run(thread.id, run_id))
-    if run is None:
-        raise ProblemException(404, "Run not found.")
-    return run
+    return await one_or_404(session, repository.thread_run(thread.id, run_id), "Run")
 
 
 async def request_cancel(session: AsyncSession, run: Run) -> Run:

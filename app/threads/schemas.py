@@ -70,7 +70,8 @@ class ThreadMessageRead(Schema, kw_only=True, omit_defaults=True):
     """A thread message; `tool_activity` is present on a tool call's message only."""
 
     # Left out rather than null elsewhere: an optional `$ref` is the one form of a nullable
-    # object every client generator reads (app/lib/openapi.py, OmittedNullStructSchemaPlugin).
+    # object every client generator reads (OmittedNullStructSchemaPlugin in
+    # app/lib/openapi_plugins.py).
 
     id: UUID
     thread_id: UUID

@@ -27,7 +27,7 @@ from app.db.models import Run, RunStatus, ThreadMessage
 from app.threads import activity as cell
 from app.threads import repository
 from app.threads.plan import Plan, PlanStepStatus
-from app.threads.schemas import RunStep, RunToolResult, RunTrace
+from app.threads.schemas import RunStep, RunToolResult, RunTrace, TraceAction
 
 PREFLIGHT_CALL_PREFIX = "call_pre_"  # ids the runner gives the request's pre-flight calls
 Status = PlanStepStatus
@@ -67,13 +67,10 @@ def plan_steps(plan: dict[str, Any]) -> list[RunStep]:
     if status is None:
         status = Status.OK if steps else Status.ERROR
     attempts = plan.get("attempts") or 0
-    made = RunStep(
-        id="plan",
-        label="Make a plan",
-        action="plan",
-        status=status,
-        executor="litellm",
-        tool_call_ids=[],
+    made = _model_step(
+        "plan",
+        "Make a plan",
+        status,
         error=None if steps else plan.get("error"),
         detail=f"{len(steps)} steps, {attempts} model call(s)" if steps else None,
     )
@@ -153,14 +150,20 @@ def _completion(answer: ThreadMessage | None, run: Run) -> RunStep | None:
     error = None
     if status in (Status.ERROR, Status.SKIPPED):
         error = run.error or ("Cancelled." if run.status == RunStatus.CANCELLED.value else None)
+    return _model_step("completion", "Answer", status, error=error)
+
+
+def _model_step(action: TraceAction, label: str, status: Status, **fields: Any) -> RunStep:
+    """A step of the model's own (making the plan, the answer): it calls no tools.
+    `fields`: its `error`, and `detail`."""
     return RunStep(
-        id="completion",
-        label="Answer",
-        action="completion",
+        id=action,
+        label=label,
+        action=action,
         status=status,
         executor="litellm",
         tool_call_ids=[],
-        error=error,
+        **fields,
     )
 
 

@@ -43,8 +43,11 @@ class ToolData(Schema, tag_field="type", kw_only=True):
     # What the call streamed (`ctx.output`), first TOOL_OUTPUT_MAX_CHARS characters;
     # kept with the result or the error (app/threads/activity.py).
     output: str | msgspec.UnsetType = msgspec.UNSET
-    # True once the streamed output was capped (a fetched page: its text was cut).
+    # True once something was cut: the streamed output (a fetched page's text), or the
+    # result itself, bounded to TOOL_RESULT_MAX_BYTES (app/tools/bounds.py).
     truncated: bool | msgspec.UnsetType = msgspec.UNSET
+    # A bounded result: the size its JSON had before it was cut, in bytes.
+    original_size: int | msgspec.UnsetType = msgspec.UNSET
     # A repeated call answered once (redundancy detection): the id of the call that ran.
     duplicate_of: str | msgspec.UnsetType = msgspec.UNSET
 

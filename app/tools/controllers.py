@@ -6,9 +6,9 @@ from typing import Literal
 from uuid import UUID
 
 import msgspec
-from litestar import Controller, get
+from litestar import get
 
-from app.accounts.deps import SECURITY
+from app.accounts.deps import SignedInController
 from app.db.models import User
 from app.lib.problems import problems
 from app.lib.schema import Schema
@@ -76,10 +76,9 @@ def ask_read(tool: SpecialistTool) -> ToolRead:
     )
 
 
-class ToolController(Controller):
+class ToolController(SignedInController):
     path = "/api/tools"
     tags = ["tools"]
-    security = SECURITY
 
     @get("/", operation_id="ListTools", responses=problems())
     async def list_tools(

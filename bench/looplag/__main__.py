@@ -1,5 +1,6 @@
 """Event-loop lag under the heaviest database work: `uv run python -m bench.looplag
-[--seconds 10] [--dialects sqlite,postgresql] [--scenarios idle,backfill,memory,turns,all]
+[--seconds 10] [--dialects sqlite,postgresql]
+[--scenarios idle,backfill,memory,turns,all,hostile]
 [--baseline-tree DIR]`
 
 A probe task in the server's loop asks to be woken every 1 ms and records how late it is
@@ -13,8 +14,11 @@ uvicorn; then each scenario for `--seconds`, the probe's lags read at its end:
   5,000-message replay), over and over;
 - memory: 2 clients sending turns whose one tool call searches every memory;
 - turns: 8 clients sending turns of 2 parallel `tasks` calls (`bench.turn`'s turn);
-- all: the three at once.
-Goal: lag p99 <= 5 ms and max <= 25 ms in every scenario.
+- all: the three at once;
+- hostile: 2 clients whose turns' one tool call (an MCP server's, `hostile.py`) answers
+  5 MB of structured content, beside the 8 clients of `turns`: the result is cut off the
+  loop, and the other users' turns and the loop keep their pace (goal: p99 <= 25 ms).
+Goal: lag p99 <= 5 ms and max <= 25 ms in every scenario but hostile.
 
 `--baseline-tree DIR`: first the same run from another checkout (its own lock file and
 environment, through `uv run`), e.g. the code before a change: `git worktree add
@@ -27,14 +31,17 @@ import argparse
 import asyncio
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import msgspec
 from websockets.asyncio.client import connect
 
 from bench.common import freeze_heap, start_url_process
+from bench.looplag.hostile import hostile_agent_types
 from bench.looplag.seed import seed_heavy
 from bench.rest.__main__ import free_port
 from bench.turn.__main__ import pct, stop_model
@@ -52,6 +59,7 @@ class Load:
     backfills: int = 0
     searchers: int = 0
     turners: int = 0
+    flooders: int = 0
 
 
 SCENARIOS = {
@@ -60,6 +68,7 @@ SCENARIOS = {
     "memory": Load(searchers=2),
     "turns": Load(turners=8),
     "all": Load(backfills=2, searchers=2, turners=8),
+    "hostile": Load(turners=8, flooders=2),
 }
 
 
@@ -101,6 +110,7 @@ async def run_scenario(
     ]
     turners = [TurnClient(base, TOKEN, agent_id) for _ in range(load.turners)]
     turners += [TurnClient(base, TOKEN, agent_id, "search") for _ in range(load.searchers)]
+    turners += [TurnClient(base, TOKEN, agent_id, "flood") for _ in range(load.flooders)]
     workers += [client.run(10**9, done.times, stop) for client in turners]
     async with httpx.AsyncClient(base_url=base, timeout=30) as http:
         await http.get("/bench/loop-lag")  # start afresh
@@ -129,22 +139,32 @@ def bench(args: argparse.Namespace, dialect: str) -> None:
     try:
         with database(dialect) as (url, agent_id):
             thread_id = asyncio.run(seed_heavy(url, agent_id, args.messages, args.memories))
-            env = server_env(url, model_url, WS_FRAME_RATE="100000", WS_FRAME_BURST="100000")
-
-            async def run_all() -> None:
-                factory = "bench.looplag.server:create"
-                async with servers(env, [free_port()], factory=factory) as [server]:
-                    freeze_heap()
-                    for name in args.scenarios.split(","):
-                        load = SCENARIOS[name]
-                        lags, done = await run_scenario(
-                            server.base, agent_id, thread_id, load, args.seconds, args.messages
-                        )
-                        print(row(args.label, dialect, name, lags, done, args.seconds), flush=True)
-
-            asyncio.run(run_all())
+            folder = Path(tempfile.mkdtemp(prefix="looplag-"))
+            with hostile_agent_types(folder) as agent_types:
+                env = server_env(
+                    url,
+                    model_url,
+                    WS_FRAME_RATE="100000",
+                    WS_FRAME_BURST="100000",
+                    AGENT_TYPES_FILE=str(agent_types),
+                )
+                asyncio.run(_run_all(args, dialect, env, agent_id, thread_id))
     finally:
         stop_model(model)
+
+
+async def _run_all(
+    args: argparse.Namespace, dialect: str, env: dict[str, str], agent_id: str, thread_id: str
+) -> None:
+    factory = "bench.looplag.server:create"
+    async with servers(env, [free_port()], factory=factory) as [server]:
+        freeze_heap()
+        for name in args.scenarios.split(","):
+            load = SCENARIOS[name]
+            lags, done = await run_scenario(
+                server.base, agent_id, thread_id, load, args.seconds, args.messages
+            )
+            print(row(args.label, dialect, name, lags, done, args.seconds), flush=True)
 
 
 def run_baseline(tree: str) -> None:

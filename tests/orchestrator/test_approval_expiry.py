@@ -35,3 +35,4 @@ async def test_unanswered_approval_expires(api: OrchestratorApi) -> None:
     }
     late = await api.decide(thread_id, message["id"], True)
     assert late.status_code == 409
+    assert late.json()["detail"] == "The approval request has expired.", late.text  # not "decided"

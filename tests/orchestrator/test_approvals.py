@@ -34,7 +34,7 @@ async def test_approved_call_runs_and_a_second_decision_is_refused(api: Orchestr
     assert response.status_code == 200, response.text
     assert response.json()["tool_activity"]["status"] == "in_progress"
     late = await api.client.post(url, json={"approve": False}, headers=api.headers)
-    assert late.status_code == 409
+    assert late.status_code == 409 and "already decided" in late.json()["detail"]
     run = await api.wait_run(thread_id, run_id)
     assert run["status"] == "completed"
     activity = (await api.tool_messages(thread_id))[0]["tool_activity"]

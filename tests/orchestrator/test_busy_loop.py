@@ -11,8 +11,7 @@ from uuid import UUID, uuid4
 import pytest
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from app.orchestrator import worker
-from app.orchestrator.scheduling import notify
+from app.orchestrator.scheduling import claims, notify
 from app.orchestrator.worker import RunWorker
 from app.realtime.events import RunFrame
 from app.settings import Settings
@@ -47,7 +46,7 @@ async def test_a_run_left_between_two_steps_is_told_its_place(
 ) -> None:
     runner: RunWorker = api.app.state.run_worker
     monkeypatch.setattr(runner.deps, "loop_lag", HalfLate(runner.settings.runner_busy_lag_seconds))
-    monkeypatch.setattr(worker, "STEP_PAUSE_SECONDS", 30.0)  # no next step during the test
+    monkeypatch.setattr(claims, "STEP_PAUSE_SECONDS", 30.0)  # no next step during the test
     api.llm.script(ToolCalls(Call("test_slow", {"action": "wait", "seconds": 60})))
     threads = [await api.new_thread(), await api.new_thread()]
     # Both runs reach the runner in one wake-up, as in a burst of posts.
@@ -76,10 +75,10 @@ def _worker(**settings: object) -> RunWorker:
 
 
 def _busy(worker: RunWorker, runs: int, lag: float) -> tuple[int, bool]:
-    """`_free_slots` with `runs` runs holding slots and the loop `lag` seconds late."""
+    """`free_slots` with `runs` runs holding slots and the loop `lag` seconds late."""
     worker.executions = {uuid4(): None for _ in range(runs)}  # type: ignore[misc]
     worker.deps.loop_lag.seconds = lag
-    return worker._free_slots()
+    return worker.claims.free_slots()
 
 
 async def test_claims_shrink_to_steps_then_stop_as_the_loop_falls_behind() -> None:

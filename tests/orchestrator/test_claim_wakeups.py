@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.orchestrator.scheduling import notify, runs
+from app.orchestrator.scheduling import claims, notify
 from tests.orchestrator.claim_wakeups import LONG_POLL, waiting_run_starts_when_the_first_ends
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Text
@@ -36,7 +36,7 @@ async def test_a_run_posted_during_a_claim_is_taken_by_the_next_without_asking_a
     api.llm.script(Text("first answer"), Text("second answer"))
     threads = [await api.new_thread(), await api.new_thread()]
     posted: list[str] = []
-    claim = runs.claim_runs
+    claim = claims.claim_runs
 
     async def claim_then_post(*args: Any, **kwargs: Any) -> list[Any]:
         claimed = await claim(*args, **kwargs)
@@ -44,7 +44,7 @@ async def test_a_run_posted_during_a_claim_is_taken_by_the_next_without_asking_a
             posted.append((await api.post(threads[1], "second")).json()["run"]["id"])
         return claimed
 
-    monkeypatch.setattr(runs, "claim_runs", claim_then_post)
+    monkeypatch.setattr(claims, "claim_runs", claim_then_post)
     relayed: list[str] = []
     notify.add_relay(relayed.append)
     try:

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.db.models import Run, RunStatus, Thread, ThreadMessage
 from app.db.reads import reading
 from app.lib.time import utcnow
-from app.orchestrator.scheduling import runs
+from app.orchestrator.scheduling import claims, reaper, runs
 from app.threads.fence import Fenced, Lease
 from app.threads.writer import create_message
 from tests.conftest import ApiUser, make_api_user
@@ -24,7 +24,7 @@ from tests.support.statements import driver_statements, heads
 
 async def _claim(factory: async_sessionmaker[AsyncSession], owner: str, postgres: bool):
     async with factory() as session:
-        run = await runs.claim_next_run(session, owner, 30, postgres=postgres)
+        run = await claims.claim_next_run(session, owner, 30, postgres=postgres)
         await session.commit()
         return run.id if run else None
 
@@ -92,7 +92,7 @@ async def test_expired_leases_are_failed_and_their_cells_closed(
     await db.commit()
 
     async with session_factory() as session:
-        reaped = await runs.reap_expired_runs(session)
+        reaped = await reaper.reap_expired_runs(session)
         await session.commit()
     assert [r.id for r in reaped] == [run.id]
     async with session_factory() as session:
@@ -104,7 +104,7 @@ async def test_expired_leases_are_failed_and_their_cells_closed(
     assert activities["call_success"]["status"] == "success"
     assert all(a["status"] in ("success", "failure") for a in activities.values())
     async with session_factory() as session:
-        assert await runs.reap_expired_runs(session) == []  # reaped exactly once
+        assert await reaper.reap_expired_runs(session) == []  # reaped exactly once
 
 
 async def test_one_claim_fills_every_free_slot_but_never_two_runs_of_a_thread(
@@ -123,14 +123,14 @@ async def test_one_claim_fills_every_free_slot_but_never_two_runs_of_a_thread(
     await db.commit()
     postgres = dialect == "postgresql"
     async with session_factory() as session:
-        claimed = await runs.claim_runs(session, "batch", 30, postgres=postgres, slots=5)
+        claimed = await claims.claim_runs(session, "batch", 30, postgres=postgres, slots=5)
         await session.commit()
     # the thread's second run waits for its first; the others are taken oldest first
     assert [run.id for run in claimed] == [queued[0].id, queued[2].id, queued[3].id]
     assert [run.lease_epoch for run in claimed] == [1, 1, 1]  # each claim raises the epoch
     async with session_factory() as session:
-        assert await runs.still_queued(session, [r.id for r in queued]) == {queued[1].id}
-        two = await runs.claim_runs(session, "batch", 30, postgres=postgres, slots=2)
+        assert await claims.still_queued(session, [r.id for r in queued]) == {queued[1].id}
+        two = await claims.claim_runs(session, "batch", 30, postgres=postgres, slots=2)
     assert two == []
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from uuid import UUID
 
+import pytest
 from sqlalchemy import update
 
 from app.db.models import Run
+from app.realtime.events import MessageFrame
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
 
@@ -186,3 +189,48 @@ async def test_a_cancel_asked_by_another_process_is_noticed(api: OrchestratorApi
     assert run["status"] == "cancelled"
     activity = (await api.tool_messages(thread_id))[0]["tool_activity"]
     assert activity["error_type"] == "cancelled"
+
+
+def _terminal_writes(api: OrchestratorApi, thread_id: str) -> dict[str, list[tuple]]:
+    """Per tool call: each write that showed its cell ended (status, error_type, error)."""
+    writes: dict[str, list[tuple]] = {}
+    for _, frame in api.frames.frames:
+        if not isinstance(frame, MessageFrame) or str(frame.message.thread_id) != thread_id:
+            continue
+        activity = frame.message.tool_activity
+        if activity is not None and activity.status in ("success", "failure"):
+            writes.setdefault(activity.id, []).append(
+                (activity.status, activity.error_type, activity.error)
+            )
+    return writes
+
+
+async def test_cancel_while_a_call_waits_ends_each_cell_once_and_shows_no_crash(
+    api: OrchestratorApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One call waits for approval, a slower sibling runs: the cancel ends both cells as
+    `cancelled`, each in one write, with no "failed unexpectedly" shown first and nothing
+    logged as an error (the paused run deadline was rescheduled after its end)."""
+    api.llm.script(
+        ToolCalls(
+            Call("test_confirm", {"action": "do", "note": "wait for me"}),
+            Call("test_slow", {"action": "wait", "seconds": 60}),
+        ),
+        Text("never"),
+    )
+    thread_id = await api.new_thread()
+    run_id = (await api.post(thread_id, "both please")).json()["run"]["id"]
+    await api.wait_activity("awaiting_approval", "test_confirm")
+    await api.wait_activity("in_progress", "test_slow", display_message="Waiting…")
+    with caplog.at_level(logging.ERROR):
+        cancel = await api.client.post(
+            f"/api/threads/{thread_id}/runs/{run_id}/cancel", headers=api.headers
+        )
+        assert cancel.status_code == 200
+        run = await api.wait_run(thread_id, run_id, timeout=5)
+        await api.drain()
+    assert run["status"] == "cancelled"
+    writes = _terminal_writes(api, thread_id)
+    assert sorted(len(ends) for ends in writes.values()) == [1, 1], writes
+    assert {ends[0][:2] for ends in writes.values()} == {("failure", "cancelled")}, writes
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

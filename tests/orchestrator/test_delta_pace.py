@@ -59,16 +59,21 @@ class FakeClock:
         self.now += seconds + self.late
 
 
+async def _probe(probe: LagProbe, rounds: int) -> None:
+    for _ in range(rounds):
+        assert await probe.once() == 0.0  # the next probe at once
+
+
 async def test_the_probe_feeds_the_timer_lateness_to_the_pace_and_the_loop_lag() -> None:
     pace, loop_lag = DeltaPace(0.05, 0.15), LoopLag()
     clock = FakeClock(late=LAG_HIGH)
     probe = LagProbe(pace.observe, loop_lag.observe, interval=0.05, clock=clock, sleep=clock.sleep)
-    await probe.run(rounds=200)
+    await _probe(probe, rounds=200)
     assert pace.lag == pytest.approx(LAG_HIGH)
     assert pace.window == pytest.approx(0.15)
     assert loop_lag.seconds == pytest.approx(LAG_HIGH)
     clock.late = 0.0
-    await probe.run(rounds=200)
+    await _probe(probe, rounds=200)
     assert pace.window == pytest.approx(0.05)
     assert loop_lag.seconds == pytest.approx(0.0)
 

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import Run, RunStatus
 from app.lib.time import utcnow
-from app.orchestrator.scheduling import runs
+from app.orchestrator.scheduling import claims, queue_places
 from tests.conftest import ApiUser, make_api_user
 from tests.support.rows import new_run, new_threads
 
@@ -29,7 +29,7 @@ async def _queue(db: AsyncSession, user: ApiUser, count: int, start, **fields) -
 
 async def _claim(factory, owner: str, postgres: bool, slots: int, fair: bool) -> list[UUID]:
     async with factory() as session:
-        claimed = await runs.claim_runs(
+        claimed = await claims.claim_runs(
             session, owner, 30, postgres=postgres, slots=slots, fair=fair
         )
         await session.commit()
@@ -52,11 +52,11 @@ async def test_the_flooding_user_does_not_starve_the_other(
 
     # the place in line the phone is told: the other user first, then the flood in order
     async with session_factory() as session:
-        order = await runs.queue_positions(session, 100)
+        order = await queue_places.queue_positions(session, 100)
     assert order == [single.id, *(run.id for run in flood)]
     # oldest first would have given the slot to the flood
     async with session_factory() as session:
-        order = await runs.queue_positions(session, 1)
+        order = await queue_places.queue_positions(session, 1)
     assert order == [single.id]
 
     assert await _claim(session_factory, "w", postgres, slots=1, fair=True) == [single.id]
@@ -95,7 +95,7 @@ async def test_runs_queued_first_win_the_tie_between_users(
     late = await _queue(db, second, 3, start + timedelta(minutes=1))
     await db.commit()
     async with session_factory() as session:
-        order = await runs.queue_positions(session, 100)
+        order = await queue_places.queue_positions(session, 100)
     # round robin: each user's n-th run before anyone's (n+1)-th, the older first
     assert order == [early[0].id, late[0].id, early[1].id, late[1].id, early[2].id, late[2].id]
 

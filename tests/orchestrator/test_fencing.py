@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import Run, RunStatus, Thread, ThreadMessage
 from app.lib.time import utcnow
-from app.orchestrator.scheduling import runs
+from app.orchestrator.scheduling import reaper, runs
 from app.threads import activity as cell
 from app.threads import fence
 from app.threads.fence import Lease
@@ -83,7 +83,7 @@ async def test_a_runner_whose_run_was_reaped_writes_nothing_more(
         await session.execute(
             update(Run).where(Run.id == UUID(run_id)).values(lease_expires_at=utcnow())
         )
-        reaped = await runs.reap_expired_runs(session)
+        reaped = await reaper.reap_expired_runs(session)
         await session.commit()
     assert [r.id for r in reaped] == [UUID(run_id)]
     seq_after_reap, counted = await _last_seq(session_factory, thread_id), _fenced_count()
@@ -94,7 +94,7 @@ async def test_a_runner_whose_run_was_reaped_writes_nothing_more(
 
     assert await _last_seq(session_factory, thread_id) == seq_after_reap  # nothing written
     run = await api.get_run(thread_id, run_id)
-    assert run["status"] == "failed" and run["error"] == runs.LEASE_EXPIRED
+    assert run["status"] == "failed" and run["error"] == reaper.LEASE_EXPIRED
     [tool] = await api.tool_messages(thread_id)
     assert tool["tool_activity"]["status"] == "failure"  # as the reaper closed it
     assert tool["tool_activity"]["error"] == cell.INTERRUPTED

@@ -43,7 +43,7 @@ def agent_types_file(
     register_test_tools()
     path = write_agent_types(tmp_path_factory.mktemp("mcp_agent_types"))
     data = yaml.safe_load(path.read_text())
-    tools = ["count", "echo", "fail", "hang"]
+    tools = ["count", "echo", "fail", "hang", "flood"]
     data["mcp_servers"] |= {
         "t": {"url": mcp_server.url, "tools": tools, "timeout_seconds": 1,
               "requires_confirmation": ["echo"]},
@@ -177,3 +177,32 @@ async def test_the_demo_model_rolls_dice_on_the_bundled_server(api: Orchestrator
     answer = (await api.messages(thread_id))[-1]["content"]
     assert answer.startswith("Roll_dice on demo says")
     assert api.llm.requests == []  # nothing went to the network
+
+
+async def test_a_hostile_result_is_bounded_everywhere_and_the_question_stays(
+    api: OrchestratorApi,
+) -> None:
+    """5 MB of structured content and no text: the cell, its frames and what the model
+    reads are cut to TOOL_RESULT_MAX_BYTES, saying so; the user's question still reaches the
+    model and the turn completes."""
+    limit = api.app.state.settings.tool_result_max_bytes
+    api.llm.script(ToolCalls(Call("t__flood", {"rows": 40_000})), Text("done"))
+    thread_id, run = await api.turn("what is in the flood?")
+    [cell] = [m["tool_activity"] for m in await api.tool_messages(thread_id)]
+    assert run["status"] == "completed", run
+    assert cell["status"] == "success"
+    data = cell["data"]
+    assert data["truncated"] is True and data["original_size"] > 5_000_000
+    assert data["type"] == "mcp_result" and data["server"] == "t" and data["tool"] == "flood"
+    assert len(msgspec.json.encode(data)) <= limit + 64
+    framed = [
+        frame.message.tool_activity
+        for _, frame in api.frames.frames
+        if isinstance(frame, MessageFrame)
+        and frame.message.tool_activity is not None
+        and frame.message.tool_activity.name == "t__flood"
+    ]
+    assert framed and max(len(msgspec.json.encode(a)) for a in framed) <= 2 * limit
+    sent = api.llm.requests[1]["messages"]
+    assert len(sent[-1]["content"]) <= 2 * limit
+    assert any(m["role"] == "user" and m["content"] == "what is in the flood?" for m in sent)

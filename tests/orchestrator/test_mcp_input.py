@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 import yaml
 
+from app.realtime.events import MessageFrame
 from app.tools.mcp.demo_server import RunningServer
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
@@ -114,7 +116,17 @@ async def test_an_unanswered_question_expires_as_a_timeout(api: OrchestratorApi)
     late = await api.client.post(
         _input_url(thread_id, message), json={"action": "cancel"}, headers=api.headers
     )
-    assert late.status_code == 409
+    assert late.status_code == 409 and "expired" in late.json()["detail"], late.text
+    # exactly one terminal write: the expiry's (the tool's own timeout writes nothing more)
+    ended = [
+        frame.message.tool_activity.status
+        for _, frame in api.frames.frames
+        if isinstance(frame, MessageFrame)
+        and frame.message.id == UUID(message["id"])
+        and frame.message.tool_activity is not None
+        and frame.message.tool_activity.status in ("success", "failure")
+    ]
+    assert ended == ["failure"]
 
 
 async def test_answers_are_checked(api: OrchestratorApi) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from app.orchestrator.door.llm import fit_to_context
+from app.orchestrator.door.model_info import count_tokens
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Error, Text
 
@@ -60,3 +61,22 @@ def test_history_is_trimmed_to_the_context_window() -> None:
     assert fitted[0] == messages[0] and fitted[-1] == messages[-1]
     assert len(fitted) < len(messages)
     assert fitted[1]["role"] == "user"  # never starts mid-turn
+
+
+def test_tool_results_are_cut_before_the_users_question_is_dropped() -> None:
+    """The latest turn holds a huge tool result: the result is cut, the question stays
+    (before: the question was dropped first and the oversized result kept)."""
+    call = {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "an old question"},
+        {"role": "assistant", "content": "an old answer"},
+        {"role": "user", "content": "the question"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x" * 500_000},
+    ]
+    fitted = fit_to_context("openai/fake-model", messages, None, window=4000, reserve=200)
+    assert {"role": "user", "content": "the question"} in fitted
+    assert fitted[-1]["role"] == "tool" and len(fitted[-1]["content"]) < 12_000
+    assert fitted[-1]["content"].endswith("more characters]")
+    assert count_tokens("openai/fake-model", fitted, None) <= 3800

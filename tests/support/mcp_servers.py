@@ -17,6 +17,7 @@ from mcp.server.mcpserver import (
     Resolve,
 )
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult
 from pydantic import BaseModel
 
 from app.tools.mcp.demo_server import RunningServer, serve_in_thread, streamable_app
@@ -84,6 +85,12 @@ def build_test_server() -> MCPServer:
         if isinstance(answer, AcceptedElicitation):
             return f"booked {answer.data.seats} for {show}"
         return f"not booked ({answer.action})"
+
+    @server.tool()
+    def flood(rows: int) -> CallToolResult:
+        """A hostile result: only structured content, `rows` rows of ~130 bytes each."""
+        table = [{"row": index, "payload": "x" * 100} for index in range(rows)]
+        return CallToolResult(content=[], structured_content={"rows": table})
 
     @server.tool()
     def secret_only() -> str:

@@ -27,6 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import GUID, Base, DateTimeUTC, JsonB, metadata
+from app.db.models.install_token import InstallToken
 
 
 class PushEvent(Base):
@@ -80,19 +81,13 @@ class LiveActivity(Base):
     ended_at: Mapped[datetime | None] = mapped_column(DateTimeUTC(timezone=True), default=None)
 
 
-class LiveActivityStartToken(Base):
+class LiveActivityStartToken(InstallToken, Base):
     """An app install's ActivityKit push-to-start token (iOS 17.2+): a run its user started
     elsewhere (another device, a shortcut, a schedule) starts a Live Activity by push."""
 
     __tablename__ = "live_activity_start_tokens"
-    __table_args__ = (
-        Index("uq_live_activity_start_tokens_token", "token", unique=True),
-        Index("ix_live_activity_start_tokens_user", "user_id"),
-    )
 
-    user_id: Mapped[UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     token: Mapped[str] = mapped_column(String(400))
-    environment: Mapped[str] = mapped_column(String(16))
 
 
 class PushDelivery(Base):

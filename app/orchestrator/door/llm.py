@@ -252,18 +252,75 @@ def fit_to_context(
     window: int,
     reserve: int = 1024,
 ) -> list[dict[str, Any]]:
-    """Drop the oldest turns until the prompt fits; system messages and the last turn stay."""
+    """The prompt within the window: tool results are cut first (the longest halved, in
+    turn), then the oldest turns dropped; system messages and the turn of the user's latest
+    message always stay. CPU-bound on a long prompt: `fitted` runs it off the event loop."""
     budget = max(256, window - reserve)
     # Cheap bound first: ~1 token per 3 characters is generous for every tokenizer here.
     if _rough_chars(messages, tools) // 3 < budget:
         return messages
     system = [m for m in messages if m.get("role") == "system"]
-    groups = _groups([m for m in messages if m.get("role") != "system"])
-    while len(groups) > 1:
+    rest = _results_cut(system, [m for m in messages if m.get("role") != "system"], tools, budget)
+    groups = _groups(rest)
+    latest = max((i for i, g in enumerate(groups) if g[0].get("role") == "user"), default=0)
+    while latest > 0:
         kept = system + [m for g in groups for m in g]
         if model_info.count_tokens(model, kept, tools) <= budget:
             return kept
         groups.pop(0)
-        while len(groups) > 1 and groups[0][0].get("role") != "user":
+        latest -= 1
+        while latest > 0 and groups[0][0].get("role") != "user":
             groups.pop(0)  # a conversation restarts at a user message
+            latest -= 1
     return system + [m for g in groups for m in g]
+
+
+async def fitted(
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    *,
+    window: int,
+) -> list[dict[str, Any]]:
+    """`fit_to_context`; past the cheap bound, on a worker thread (counting tokens of a long
+    prompt would hold every other user's turn)."""
+    if _rough_chars(messages, tools) // 3 < max(256, window - 1024):
+        return messages
+    return await asyncio.to_thread(fit_to_context, model, messages, tools, window=window)
+
+
+RESULT_FLOOR_CHARS = 512  # a cut tool result keeps at least its start
+
+
+def _results_cut(
+    system: list[dict[str, Any]],
+    rest: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    budget: int,
+) -> list[dict[str, Any]]:
+    """`rest` with its longest tool results halved, in turn, until the rough size fits
+    (or every result is at the floor)."""
+    rest = list(rest)
+    while _rough_chars(system + rest, tools) // 3 >= budget:
+        index, longest = max(
+            (
+                (i, len(m.get("content") or ""))
+                for i, m in enumerate(rest)
+                if m.get("role") == "tool"
+            ),
+            key=lambda pair: pair[1],
+            default=(-1, 0),
+        )
+        if longest <= RESULT_FLOOR_CHARS:
+            return rest
+        content = rest[index]["content"]
+        keep = max(RESULT_FLOOR_CHARS, longest // 2)
+        rest[index] = {**rest[index], "content": cut_text(content, keep)}
+    return rest
+
+
+def cut_text(text: str, keep: int) -> str:
+    """The first `keep` characters of `text`, saying how much was cut."""
+    if len(text) <= keep:
+        return text
+    return f"{text[:keep]}… [cut: {len(text) - keep} more characters]"

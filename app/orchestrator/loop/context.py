@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from uuid import UUID
@@ -176,21 +174,3 @@ class RunState:
     calls_made: int = 0
     # The owner's specialist agents, enabled or not (delegation targets at any depth).
     specialists: list[Agent] = field(default_factory=list)
-    deadline: asyncio.Timeout | None = None  # the run's timeout; approval waits pause it
-
-    @contextlib.asynccontextmanager
-    async def deadline_paused(self, longest: float) -> AsyncIterator[None]:
-        """Time spent waiting for the user does not count against the run's timeout."""
-        deadline, loop = self.deadline, asyncio.get_running_loop()
-        when = deadline.when() if deadline is not None else None
-        if deadline is None or when is None:
-            yield
-            return
-        started = loop.time()
-        # A wait until answered has no end: the run's timeout is off while it lasts.
-        paused = None if math.isinf(longest) else max(when, started) + longest + 5
-        deadline.reschedule(paused)
-        try:
-            yield
-        finally:
-            deadline.reschedule(when + (loop.time() - started))

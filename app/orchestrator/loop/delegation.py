@@ -13,18 +13,20 @@ self-correcting error naming the `ask_*` tools that are available.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
 from app.agents.delegates import ASK_EXAMPLE, ASK_PARAMS, delegates_for
-from app.db.models import Agent
+from app.db.models import Agent, ThreadMessage
 from app.orchestrator.door.llm import LLMError
+from app.orchestrator.loop import deadlines
 from app.orchestrator.loop.context import LoopSpec
 from app.orchestrator.loop.history import DEFAULT_SYSTEM_PROMPT
 from app.settings import Settings
+from app.threads import activity as cell
 from app.tools.base import ToolResult
 from app.tools.results import DelegationResult
 from app.tools.runtime.toolsets import (
@@ -151,17 +153,33 @@ def assign(
     return Assignment(specialist=specialist, spec=spec, history=history, timeout=timeout)
 
 
-async def answer(assignment: Assignment, outcome: Awaitable[Outcome]) -> ToolResult:
-    """The delegating call's result: the specialist's answer, or why there is none."""
+async def answer(
+    assignment: Assignment,
+    outcome: Awaitable[Outcome],
+    close_cells: Callable[[list[ThreadMessage], str, str], Awaitable[None]],
+) -> ToolResult:
+    """The delegating call's result: the specialist's answer, or why there is none. Its
+    clock stops while a call of the specialist waits for the user; when it ends, however
+    it ends, no cell the specialist opened stays open."""
     name, timeout = assignment.specialist.name, assignment.timeout
-    try:
-        async with asyncio.timeout(timeout):
-            text, note = await outcome
-    except TimeoutError:
-        return ToolResult.failure(f"{name} did not answer within {timeout:g} seconds.", "timeout")
-    except LLMError as exc:
-        return ToolResult.failure(f"{name} could not answer: {exc.message}", "system_error")
-    return ToolResult.success(
-        DelegationResult(answer=text or note or "", agent_name=name),
-        display_message=f"{name} answered",
-    )
+    scope = deadlines.Scope()
+    with deadlines.entered(scope):
+        try:
+            async with asyncio.timeout(timeout) as limit:
+                scope.timeout = limit
+                text, note = await outcome
+        except TimeoutError:
+            result = ToolResult.failure(
+                f"{name} did not answer within {timeout:g} seconds.", "timeout"
+            )
+        except LLMError as exc:
+            result = ToolResult.failure(f"{name} could not answer: {exc.message}", "system_error")
+        else:
+            result = ToolResult.success(
+                DelegationResult(answer=text or note or "", agent_name=name),
+                display_message=f"{name} answered",
+            )
+    if left_open := scope.unended():
+        error_type = result.error_type if not result.ok else "system_error"
+        await close_cells(left_open, error_type or "system_error", cell.DELEGATION_ENDED)
+    return result

@@ -20,8 +20,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import direct
 from app.db.models import ThreadMessage
+from app.orchestrator.door.llm import cut_text
 from app.threads.activity import INTERRUPTED, failure_content
+from app.tools.bounds import DEFAULT_MAX_BYTES
 
+# What the model reads of one stored tool result at the most (the context fitter cuts
+# further when the window needs it); results are bounded when made (app/tools/bounds.py).
+STORED_RESULT_MAX_CHARS = 4 * DEFAULT_MAX_BYTES
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the tools when they help."
 HISTORY_LIMIT = 400  # rows read; the context window trims further
 _messages = ThreadMessage.__table__
@@ -68,8 +73,8 @@ def _ordered(rows: Sequence[HistoryRow], until_run: UUID | None = None) -> list[
 
 
 def _tool_content(row: HistoryRow) -> str:
-    if row.content:
-        return row.content
+    if row.content:  # a result stored before results were bounded may be huge: cut here
+        return cut_text(row.content, STORED_RESULT_MAX_CHARS)
     activity = row.tool_activity or {}
     return failure_content(
         activity.get("error") or INTERRUPTED, activity.get("error_type") or "system_error"

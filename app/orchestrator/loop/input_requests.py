@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.orchestrator.loop import deadlines
 from app.orchestrator.loop.waiting import wait_for_user
 from app.threads import activity as cell
 from app.threads.writer import update_message
@@ -39,7 +40,7 @@ async def ask_user(
         await update_message(session, message, tool_activity=asking)
 
     await deps.write(work)
-    async with state.deadline_paused(ttl):
+    async with deadlines.paused(ttl):
         fresh = await wait_for_user(deps, message)
     activity = fresh.tool_activity or {}
     answer = (activity.get("data") or {}).get("input_response")

@@ -1,9 +1,10 @@
 """How far behind the event loop is: how late it wakes a timer, smoothed.
 
-One probe task sleeps `PROBE_SECONDS` again and again and tells each observer how much
-later than asked it woke. Two read it: the delta window (delta_pace.py: fewer, fuller
-frames on a busy loop) and the busy-loop gate (worker.py: no more runs claimed while the
-loop is late), which reads `LoopLag`, the plain smoothed lag, also in /metrics.
+One probe sleeps `PROBE_SECONDS` and tells each observer how much later than asked it
+woke; the worker probes again and again (a background service, app/lib/background.py).
+Two read it: the delta window (delta_pace.py: fewer, fuller frames on a busy loop) and
+the busy-loop gate (scheduling/claims.py: no more runs claimed while the loop is late),
+which reads `LoopLag`, the plain smoothed lag, also in /metrics.
 """
 
 from __future__ import annotations
@@ -45,14 +46,14 @@ class LagProbe:
         self.observers, self.interval = observers, interval
         self.clock, self.sleep = clock, sleep
 
-    async def run(self, rounds: int | None = None) -> None:
-        """Probe until cancelled (or `rounds` times)."""
+    async def once(self) -> float:
+        """One probe: sleep `interval`, tell the observers how late it woke. Run again and
+        again by a background service (the worker's); answers 0, its next probe at once
+        (this sleep is the one measured)."""
         clock = self.clock or asyncio.get_running_loop().time
-        done = 0
-        while rounds is None or done < rounds:
-            began = clock()
-            await self.sleep(self.interval)
-            lag = clock() - began - self.interval
-            for observe in self.observers:
-                observe(lag)
-            done += 1
+        began = clock()
+        await self.sleep(self.interval)
+        lag = clock() - began - self.interval
+        for observe in self.observers:
+            observe(lag)
+        return 0.0

@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.agents.delegates import delegate_definition
 from app.db.models import ThreadMessage
 from app.memories import services as memories
-from app.orchestrator.door.llm import LLMError, context_window, fit_to_context, stream_turn
+from app.orchestrator.door.llm import LLMError, context_window, fitted, stream_turn
 from app.orchestrator.door.profiles import load_profiles
 from app.orchestrator.loop import plan_draft
 from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
@@ -130,7 +130,7 @@ class PlanExecution:
         )
         target = self.deps.model_target(self.spec.agent)
         window = context_window(target.model, self.deps.settings.llm_context_tokens)
-        prompt = fit_to_context(
+        prompt = await fitted(
             target.model, [*messages, {"role": "system", "content": ask}], None, window=window
         )
         errors: list[str] = []

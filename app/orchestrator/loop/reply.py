@@ -24,7 +24,8 @@ from app.db.models import Run
 from app.orchestrator.loop.context import RunnerDeps
 from app.threads import changes
 from app.threads.fence import Fenced
-from app.threads.writer import Message, create_message, update_message
+from app.threads.records import StoredMessage
+from app.threads.writer import create_message, update_message
 
 logger = logging.getLogger(__name__)
 # A few tokens at a model's pace; well below what a reader notices before the first words.
@@ -34,7 +35,7 @@ GATHER_SECONDS = 0.03
 class ReplyStream:
     def __init__(self, deps: RunnerDeps, run: Run) -> None:
         self.deps, self.run = deps, run
-        self.message: Message | None = None
+        self.message: StoredMessage | None = None
         self.text = ""
         self._creating: asyncio.Task[None] | None = None
         self._began = False

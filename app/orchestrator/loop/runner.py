@@ -35,10 +35,10 @@ from app.orchestrator.door.llm import (
     LLMError,
     ModelTurn,
     context_window,
-    fit_to_context,
+    fitted,
     stream_turn,
 )
-from app.orchestrator.loop import planner
+from app.orchestrator.loop import deadlines, planner
 from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.loop.delegation import FALLBACK_TYPE, Outcome
 from app.orchestrator.loop.history import load_history
@@ -49,8 +49,9 @@ from app.orchestrator.loop.outage import (
     write_retrying,
 )
 from app.orchestrator.loop.reply import ReplyStream
-from app.orchestrator.loop.tool_calls import CallOutcome, ToolCallRunner
+from app.orchestrator.loop.tool_calls import CallOutcome, ToolCallRunner, end_open_cells
 from app.orchestrator.scheduling import runs
+from app.threads import activity as cell
 from app.threads import fence, repository
 from app.threads.fence import Fenced, Lease
 from app.tools.assembly import get_registry
@@ -100,8 +101,8 @@ class RunExecution:
             state, spec, messages = await self._prepare()
             timeout = spec.config.run_timeout_seconds
             async with asyncio.timeout(timeout) as deadline:
-                state.deadline = deadline
-                await self._main(state, spec, messages)
+                with deadlines.entered(deadlines.Scope(deadline)):
+                    await self._main(state, spec, messages)
         except asyncio.CancelledError:
             if (task := asyncio.current_task()) is not None:
                 task.uncancel()
@@ -227,8 +228,11 @@ class RunExecution:
         run, lease = self.run, self.lease
 
         spent = usage.end_values(self.usage)  # written with the run's end
+        # None, normally: every call ends within its turn. Any left ends with the run.
+        left_open = [m for scope in deadlines.enclosing() for m in scope.unended()]
 
         async def work(session: AsyncSession) -> None:
+            await end_open_cells(session, left_open, "system_error", cell.INTERRUPTED)
             if await self.reply.write(session, content=text) or not (text or note):
                 await runs.finish_run(session, lease, RunStatus.COMPLETED, usage=spent)
                 return
@@ -236,7 +240,7 @@ class RunExecution:
             await runs.finish_run_with_answer(session, lease, run.thread_id, answer, spent)
 
         # Nothing streamed to update: one statement on PostgreSQL, without BEGIN/COMMIT.
-        alone = self.reply.message is None
+        alone = self.reply.message is None and not left_open
         await (self.deps.write_alone if alone else self.deps.write)(work)
         self.reply.start()  # written: nothing left for an abrupt end to keep
 
@@ -261,7 +265,7 @@ class RunExecution:
         window = context_window(target.model, self.deps.settings.llm_context_tokens)
         limit, repeats = spec.config.step_limit, 0
         for _ in range(limit):
-            prompt = fit_to_context(target.model, messages, tools, window=window)
+            prompt = await fitted(target.model, messages, tools, window=window)
             turn = await self._model_turn(spec, target, prompt, tools)
             if not turn.tool_calls:
                 return turn.text, None

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import ThreadMessage
 from app.orchestrator.door.llm import ModelTurn
-from app.orchestrator.loop import delegation
+from app.orchestrator.loop import deadlines, delegation
 from app.orchestrator.loop.call_plan import (
     AwaitsApproval,
     AwaitsDevice,
@@ -37,11 +37,13 @@ from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.loop.input_requests import ask_user
 from app.orchestrator.loop.reply import ReplyStream
 from app.orchestrator.loop.waiting import wait_for_user
+from app.orchestrator.waits.cells import locked_message
 from app.threads import activity as cell
 from app.threads.fence import Fenced
 from app.threads.writer import create_messages, creates_alone, update_message
 from app.tools.assembly import get_registry
 from app.tools.base import ToolContext, ToolResult
+from app.tools.bounds import bounded
 from app.tools.events import FanOutToolEvents, LoggingToolEvents, ToolCall
 from app.tools.preview import call_signature
 from app.tools.runtime.executor import SAFE_SYSTEM_ERROR, execute_tool_call, with_preview
@@ -111,7 +113,14 @@ class ToolCallRunner:
         planned = plan_turn(turn.tool_calls, rules, self.state, step_id=step_id, refused=refused)
         recorded = await self._record(spec, turn, planned)
         pairs = zip(planned, recorded, strict=True)
-        return list(await asyncio.gather(*(self._run_one(spec, *pair) for pair in pairs)))
+        # A task group, not gather: on a cancel (or a lost lease) every call has ended
+        # before this returns, inside the run's deadline, so no call outlives its run.
+        try:
+            async with asyncio.TaskGroup() as group:
+                calls = [group.create_task(self._run_one(spec, *pair)) for pair in pairs]
+        except BaseExceptionGroup as failed:  # a call lost the lease: the run stops with it
+            raise failed.exceptions[0] from None
+        return [call.result() for call in calls]
 
     async def _record(
         self, spec: LoopSpec, turn: ModelTurn, planned: list[PlannedCall]
@@ -134,6 +143,7 @@ class ToolCallRunner:
         streamed = spec.writes_text and reply.message is not None  # a second statement
         alone = not streamed and creates_alone(rows)
         recorded = await (self.deps.write_alone if alone else self.deps.write)(work)
+        deadlines.opened(recorded)  # ended with the run or delegation, if still open then
         if spec.writes_text:
             reply.start()
         return recorded
@@ -142,6 +152,13 @@ class ToolCallRunner:
         self, spec: LoopSpec, call: PlannedCall, message: ThreadMessage
     ) -> CallOutcome:
         flight = _InFlight(message)
+        outcome = await self._run_to_end(spec, call, flight)
+        deadlines.ended(message.id)  # not when cancelled: what encloses it ends its cell
+        return outcome
+
+    async def _run_to_end(
+        self, spec: LoopSpec, call: PlannedCall, flight: _InFlight
+    ) -> CallOutcome:
         try:
             result = await self._dispatch(spec, call, flight)
         except asyncio.CancelledError:
@@ -157,6 +174,11 @@ class ToolCallRunner:
             result = ToolResult.failure(SAFE_SYSTEM_ERROR, "system_error")
         if result is None:  # answered elsewhere (approval denied, device result, expiry): written
             return CallOutcome(call, flight.message, flight.message.content or "", None)
+        if not cell.is_open(flight.message.tool_activity):
+            # Ended while the tool ran (its request for input expired): that end was the
+            # cell's one terminal write; the tool's own word on it writes nothing more.
+            self._discard_unit(flight)
+            return CallOutcome(call, flight.message, flight.message.content or "", None)
         content = result.to_model_content(call_signature(call.name, call.input))
         await self._finish(flight, result, content)
         return CallOutcome(call, flight.message, content, result)
@@ -169,7 +191,8 @@ class ToolCallRunner:
             case Refused(result=result):
                 return result
             case Delegate():
-                return await self._ask(spec, call, flight)
+                answer = await self._ask(spec, call, flight)
+                return bounded(answer, self.deps.settings.tool_result_max_bytes)
             case AwaitsDevice(wait_seconds=seconds):
                 await self._wait_for_user(flight, seconds)
                 return None  # the app's result (or the expiry) is on the message already
@@ -201,7 +224,12 @@ class ToolCallRunner:
 
         loop_spec = replace(assignment.spec, on_text=output)
         specialist_loop = self.run_loop(loop_spec, assignment.history)
-        return await delegation.answer(assignment, specialist_loop)
+        return await delegation.answer(assignment, specialist_loop, self.close_cells)
+
+    async def close_cells(self, messages: list[ThreadMessage], error_type: str, error: str) -> None:
+        """End cells whose call outlived what enclosed it (a delegation): one write each,
+        in one transaction, so nothing under an ended call stays open."""
+        await self.deps.write(lambda session: end_open_cells(session, messages, error_type, error))
 
     async def _run_tool(
         self, spec: LoopSpec, call: AwaitsApproval | Duplicate | RunTool, flight: _InFlight
@@ -235,7 +263,7 @@ class ToolCallRunner:
         )
 
     async def _wait_for_user(self, flight: _InFlight, longest: float) -> None:
-        async with self.state.deadline_paused(longest):
+        async with deadlines.paused(longest):
             flight.message = await wait_for_user(self.deps, flight.message)
 
     def _stream(self, flight: _InFlight) -> CellStream:
@@ -287,3 +315,20 @@ class ToolCallRunner:
     @staticmethod
     async def _update(session: AsyncSession, message: ThreadMessage, **changes: Any) -> None:
         await update_message(session, message, **changes)
+
+
+async def end_open_cells(
+    session: AsyncSession, messages: list[ThreadMessage], error_type: str, error: str
+) -> None:
+    """Each of `messages` whose cell is still open (read afresh, under the thread lock:
+    an answer may have ended it meanwhile): ended as failure, saying why."""
+    for message in messages:
+        fresh = await locked_message(session, message.thread_id, message.id)
+        if fresh is not None and cell.is_open(fresh.tool_activity):
+            activity = fresh.tool_activity or {}
+            await update_message(
+                session,
+                fresh,
+                tool_activity=cell.closed(activity, error_type=error_type, error=error),
+                content=cell.failure_content(error, error_type, activity),
+            )

@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from app.db.outbox import on_commit
+from app.lib.listeners import Listeners
 from app.threads import changes
 
 logger = logging.getLogger(__name__)
@@ -37,26 +38,26 @@ Listener = Callable[[Kind, UUID, bool], None]  # kind, id, whether it was announ
 Relay = Callable[[str], None]  # sends an encoded wake-up to the other processes
 ORIGIN = uuid.uuid4().hex[:12]  # this process, in the wake-ups it sends
 _CODES: dict[str, Kind] = {"q": "queued", "c": "cancel", "a": "approval"}
-_listeners: list[Listener] = []
-_relays: list[Relay] = []
+# One listener must never keep the others from hearing, and a relay's failure costs
+# latency only (the others still poll): each failure is logged, the rest are told.
+_listeners: Listeners[Listener] = Listeners("orchestrator listener", logger=logger)
+_relays: Listeners[Relay] = Listeners("wake-up relay", logger=logger)
 
 
 def add_listener(listener: Listener) -> None:
-    _listeners.append(listener)
+    _listeners.add(listener)
 
 
 def remove_listener(listener: Listener) -> None:
-    if listener in _listeners:
-        _listeners.remove(listener)
+    _listeners.remove(listener)
 
 
 def add_relay(relay: Relay) -> None:
-    _relays.append(relay)
+    _relays.add(relay)
 
 
 def remove_relay(relay: Relay) -> None:
-    if relay in _relays:
-        _relays.remove(relay)
+    _relays.remove(relay)
 
 
 def encode(kind: Kind, object_id: UUID) -> str:
@@ -83,11 +84,7 @@ def wake_all() -> None:
 
 
 def _deliver(kind: Kind, object_id: UUID, *, here: bool) -> None:
-    for listener in list(_listeners):
-        try:
-            listener(kind, object_id, here)
-        except Exception:  # one listener must never keep the others from hearing
-            logger.exception("orchestrator listener failed")
+    _listeners.notify(kind, object_id, here)
 
 
 def _announce(kind: Kind, object_id: UUID) -> None:
@@ -100,12 +97,7 @@ def _announce(kind: Kind, object_id: UUID) -> None:
 def relay(kind: Kind, object_id: UUID) -> None:
     """Send a wake-up to the other processes only."""
     if _relays:
-        payload = encode(kind, object_id)
-        for send in list(_relays):
-            try:
-                send(payload)
-            except Exception:  # the others still poll: a lost wake-up costs latency only
-                logger.exception("wake-up relay failed")
+        _relays.notify(encode(kind, object_id))
 
 
 def notify_after_commit(session: AsyncSession | Session, kind: Kind, object_id: UUID) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy import make_url
 
+from app.lib.background import BackgroundService
 from app.orchestrator.scheduling import notify
 from app.settings import Settings
 
@@ -36,32 +37,33 @@ class PgWakeups:
         self._dsn = asyncpg_dsn(settings.database_url)
         self.channel = f"{settings.channels_prefix}wake"
         self._outgoing: asyncio.Queue[str] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()  # tests wait for it
+        self._first = True
+        self._service = BackgroundService(
+            "pg-wakeups",
+            self._connection,
+            period=RETRY_SECONDS,
+            logger=logger,
+            failure="wake-up listener lost its connection; reconnecting",
+            level=logging.WARNING,
+            immediately=True,
+        )
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="pg-wakeups")
+        self._service.start()
         notify.add_relay(self._outgoing.put_nowait)
 
     async def stop(self) -> None:
         notify.remove_relay(self._outgoing.put_nowait)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._service.stop()
 
-    async def _run(self) -> None:
-        first = True
-        while True:
-            try:
-                await self._session(wake=not first)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.warning("wake-up listener lost its connection; reconnecting", exc_info=True)
-            first = False
+    async def _connection(self) -> None:
+        """One connection, until it fails (then the next, `RETRY_SECONDS` later)."""
+        try:
+            await self._session(wake=not self._first)
+        finally:
+            self._first = False
             self.connected.clear()
-            await asyncio.sleep(RETRY_SECONDS)
 
     async def _session(self, wake: bool) -> None:
         """Listen and send on one connection until it fails."""

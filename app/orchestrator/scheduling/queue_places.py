@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.orchestrator.scheduling import runs
+from app.db.models import Run, RunStatus
+from app.orchestrator.scheduling import queue_order
 from app.threads import changes
+from app.threads.records import StoredRun, stored_runs
 
 PLACES_TOLD = 1000
 NEW_TOLD_SECONDS = 0.1
@@ -48,13 +51,28 @@ class QueuePlaces:
     async def tell(self) -> None:
         """Tell each run queued here whose place changed (one read of the line)."""
         async with self.read_sessions() as session:
-            order = await runs.queue_positions(session, PLACES_TOLD)
+            order = await queue_positions(session, PLACES_TOLD)
             place = {run_id: index + 1 for index, run_id in enumerate(order)}
             moved = {r: place[r] for r, told in self.told.items() if place.get(r, told) != told}
-            waiting = await runs.queued_runs(session, list(moved)) if moved else []
+            waiting = await queued_runs(session, list(moved)) if moved else []
         if len(order) < PLACES_TOLD:  # the others are not in line (claimed, cancelled,
             for run_id in set(self.told) - set(place):  # or behind their thread's run)
                 del self.told[run_id]
         for run in waiting:
             self.told[run.id] = moved[run.id]
             changes.run_waiting(run, moved[run.id])
+
+
+async def queue_positions(session: AsyncSession, most: int) -> list[UUID]:
+    """The first `most` eligible queued runs, in the order the fair claim takes them."""
+    rows = await session.execute(queue_order.positions_statement(), {"most": most})
+    return [run_id for (run_id,) in rows]
+
+
+async def queued_runs(session: AsyncSession, run_ids: list[UUID]) -> list[StoredRun]:
+    """These runs as stored, those still queued."""
+    runs = Run.__table__
+    rows = await session.execute(
+        select(*runs.c).where(runs.c.id.in_(run_ids), runs.c.status == RunStatus.QUEUED.value)
+    )
+    return stored_runs(rows.mappings())

@@ -31,8 +31,9 @@ class Wait:
     """A kind of wait: the status its cell waits in, and what a late answer is told."""
 
     status: str
-    answered: str  # 409: the cell no longer waits (answered, or it ended)
-    expired: str  # 409: its `expires_at` has passed
+    answered: str  # 409: someone answered it already
+    expired: str  # 409: no one answered by its `expires_at`
+    ended: str = "This tool call has already ended (it was cancelled, or what asked for it ended)."
 
 
 APPROVAL = Wait(
@@ -50,6 +51,10 @@ DEVICE = Wait(
     answered="This tool activity is not waiting for the device (it was already answered).",
     expired="This device tool call has expired.",
 )
+
+
+EXPIRY_ERRORS = frozenset({cell.EXPIRED, cell.DEVICE_EXPIRED, cell.INPUT_EXPIRED})
+ENDINGS = frozenset({"cancelled"})  # a cancelled run or call: no one answered
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +87,23 @@ async def waiting_message(
     if message.role != "tool" or not activity:
         raise ProblemException(409, "This message is not a tool activity.")
     if cell.status_of(activity) != wait.status:
-        raise ProblemException(409, wait.answered)
+        raise ProblemException(409, too_late(wait, activity))
     expires = cell.expires_at(activity)
     if expires is not None and expires <= clock.now():
         raise ProblemException(409, wait.expired)
     return message
+
+
+def too_late(wait: Wait, activity: dict[str, Any]) -> str:
+    """Why a cell that no longer waits takes no answer: it expired, someone answered it, or
+    its call ended without an answer (a cancel, the run's end)."""
+    if activity.get("error") in EXPIRY_ERRORS:
+        return wait.expired
+    if cell.status_of(activity) == cell.FAILURE and (
+        activity.get("error_type") in ENDINGS or activity.get("error") == cell.DELEGATION_ENDED
+    ):
+        return wait.ended
+    return wait.answered
 
 
 async def answer(

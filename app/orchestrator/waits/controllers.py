@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from litestar import Controller, post
+from litestar import post
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.accounts.deps import SECURITY
+from app.accounts.deps import SignedInController
 from app.db.models import User
 from app.lib.problems import problems
 from app.orchestrator.waits.approvals import decide
 from app.orchestrator.waits.device_results import submit_result
 from app.orchestrator.waits.input_answers import submit_input
+from app.settings import Settings
 from app.threads.schemas import (
     ApprovalDecision,
     DeviceToolResult,
@@ -28,10 +29,9 @@ from app.threads.services import get_owned_thread
 ANSWER_PROBLEMS = problems(404, 409)
 
 
-class WaitAnswerController(Controller):
+class WaitAnswerController(SignedInController):
     path = "/api/threads/{thread_id:uuid}/messages/{message_id:uuid}"
     tags = ["messages"]
-    security = SECURITY
 
     @post("/approval", operation_id="DecideApproval", status_code=200, responses=ANSWER_PROBLEMS)
     async def decide_approval(
@@ -75,9 +75,13 @@ class WaitAnswerController(Controller):
         data: DeviceToolResult,
         db_session: AsyncSession,
         current_user: User,
+        settings: Settings,
     ) -> ThreadMessageRead:
         """Answer a tool call the phone runs (`awaiting_device`): its output or its error.
         The first answer wins (later: 409); an output not matching the tool's
         `result_schema` is refused (400) and the call keeps waiting."""
         thread = await get_owned_thread(db_session, current_user, thread_id)
-        return message_read(await submit_result(db_session, thread, message_id, data))
+        result = await submit_result(
+            db_session, thread, message_id, data, settings.tool_result_max_bytes
+        )
+        return message_read(result)

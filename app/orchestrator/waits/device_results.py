@@ -19,6 +19,7 @@ from app.orchestrator.waits.cells import DEVICE, Answered, answer
 from app.threads import activity as cell
 from app.threads.schemas import DeviceToolResult
 from app.tools.base import ToolResult
+from app.tools.bounds import bounded
 from app.tools.json_schema import schema_errors
 from app.tools.results import DeviceToolOutput
 from app.tools.runtime.executor import with_preview
@@ -47,16 +48,21 @@ def _outcome(name: str, body: DeviceToolResult) -> ToolResult:
     return msgspec.structs.replace(success, model_data=output)
 
 
-def _finished(body: DeviceToolResult, activity: dict[str, Any]) -> Answered:
-    outcome = with_preview(_outcome(str(activity.get("name")), body))
+def _finished(body: DeviceToolResult, activity: dict[str, Any], max_bytes: int) -> Answered:
+    # The request body's own limit bounds the work of cutting it here.
+    outcome = with_preview(bounded(_outcome(str(activity.get("name")), body), max_bytes))
     return Answered(
         cell.finished(activity, outcome), outcome.to_model_content(cell.signature_of(activity))
     )
 
 
 async def submit_result(
-    session: AsyncSession, thread: Thread, message_id: UUID, body: DeviceToolResult
+    session: AsyncSession,
+    thread: Thread,
+    message_id: UUID,
+    body: DeviceToolResult,
+    max_bytes: int,
 ) -> ThreadMessage:
     return await answer(
-        session, thread, message_id, DEVICE, lambda activity: _finished(body, activity)
+        session, thread, message_id, DEVICE, lambda activity: _finished(body, activity, max_bytes)
     )

@@ -19,6 +19,7 @@ from app.tools.base import ToolContext, ToolData, ToolResult
 from app.tools.results import ToolProgress
 
 MAX_CONTENT_CHARS = 40_000
+EXAMPLE_URL = "https://example.com/page"
 Output = Callable[[str], Awaitable[None]]
 
 
@@ -30,22 +31,8 @@ async def fetch_page(ctx: ToolContext, fetcher: SafeFetcher, url: str) -> ToolRe
     await ctx.progress(display_message="Fetching page…", data=ToolProgress(url=url))
     try:
         page = await fetcher.fetch(url)
-    except FetchBlocked as exc:
-        return ToolResult.failure(
-            str(exc),
-            "security_error",
-            suggestion="Only public http(s) pages can be fetched.",
-            url=url,
-        )
-    except FetchFailed as exc:
-        return ToolResult.failure(str(exc), exc.error_type, url=url)
-    except ValueError as exc:
-        return ToolResult.failure(
-            str(exc),
-            "validation_error",
-            suggestion="Give a full URL like https://example.com/page.",
-            url=url,
-        )
+    except (FetchBlocked, FetchFailed, ValueError) as exc:
+        return _fetch_failure(exc, url)
     if not is_text(page.content_type):
         return ToolResult.failure(
             f"Not a text page ({page.content_type.split(';')[0]}).",
@@ -55,6 +42,17 @@ async def fetch_page(ctx: ToolContext, fetcher: SafeFetcher, url: str) -> ToolRe
         )
     data = await page_data(url, page, _capped(ctx.output, MAX_CONTENT_CHARS))
     return ToolResult.success(data, display_message=_display(page))
+
+
+def _fetch_failure(exc: FetchBlocked | FetchFailed | ValueError, url: str) -> ToolResult:
+    """Why the page could not be fetched, with what the model can do about it."""
+    if isinstance(exc, FetchBlocked):
+        error_type, suggestion = "security_error", "Only public http(s) pages can be fetched."
+    elif isinstance(exc, FetchFailed):
+        error_type, suggestion = exc.error_type, None
+    else:  # not a URL the fetcher can read
+        error_type, suggestion = "validation_error", f"Give a full URL like {EXAMPLE_URL}."
+    return ToolResult.failure(str(exc), error_type, suggestion=suggestion, url=url)
 
 
 def _size(count: int) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 import mcp.types as mcp_types
 from mcp.client.subscriptions import ListenNotSupportedError
 
+from app.lib.background import DONE, Answer, BackgroundService, stop_all
 from app.tools.base import Tool
 from app.tools.mcp.connect import StatusWatch, connect, describe_failure, leaf_exceptions
 from app.tools.mcp.tool import McpTool
@@ -56,7 +57,7 @@ class McpCatalog:
         self.generation = 0
         self.changed = asyncio.Event()  # set whenever the tools change (tests wait on it)
         self._by_name: dict[str, McpTool] = {}
-        self._tasks: list[asyncio.Task[None]] = []
+        self._services: list[BackgroundService] = []
 
     # -- ToolSource --------------------------------------------------------------------
     def get(self, name: str) -> Tool | None:
@@ -158,38 +159,38 @@ class McpCatalog:
         for name, entry in self.servers.items():
             if entry.spec.per_user:
                 continue
-            self._tasks.append(asyncio.create_task(self._keep_fresh(name)))
-            self._tasks.append(asyncio.create_task(self._listen(name)))
+            self._services += [self._keeping_fresh(name, entry), self._listening(name, entry)]
+        for service in self._services:
+            service.start()
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        if self._tasks:
-            ended, stuck = await asyncio.wait(self._tasks, timeout=STOP_SECONDS)
-            for task in ended:
-                if not task.cancelled():
-                    task.exception()  # retrieved: a task that failed is over all the same
-            if stuck:
-                logger.warning(
-                    "mcp: %d background task(s) still ending %.0f s after shutdown asked; "
-                    "shutting down without them",
-                    len(stuck),
-                    STOP_SECONDS,
-                )
-        self._tasks.clear()
+        await stop_all(self._services, label="mcp", logger=logger)
+        self._services.clear()
 
-    async def _keep_fresh(self, server: str) -> None:
-        entry = self.servers[server]
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(max(0.05, entry.fresh_until - loop.time()))
-            if loop.time() >= entry.fresh_until:
+    def _keeping_fresh(self, server: str, entry: ServerTools) -> BackgroundService:
+        """Refresh the list once its `refresh_seconds` (or the retry, when down) passed
+        (`refresh` itself never raises: a server down is no error of this loop)."""
+
+        def left() -> float:
+            return max(0.05, entry.fresh_until - asyncio.get_running_loop().time())
+
+        async def refresh_when_due() -> None:
+            if asyncio.get_running_loop().time() >= entry.fresh_until:
                 await self.refresh(server)
 
-    async def _listen(self, server: str) -> None:
-        """Refresh when the server says its tool list changed (2026-07-28 servers)."""
-        entry = self.servers[server]
-        while True:
+        return BackgroundService(
+            f"mcp-refresh:{server}",
+            refresh_when_due,
+            period=left,
+            logger=logger,
+            stop_seconds=STOP_SECONDS,
+        )
+
+    def _listening(self, server: str, entry: ServerTools) -> BackgroundService:
+        """Refresh when the server says its tool list changed (2026-07-28 servers); after
+        a listen ends, listen again a little later."""
+
+        async def listen() -> Answer:
             try:
                 async with (
                     connect(entry.spec, StatusWatch(), seconds=3600) as client,
@@ -198,13 +199,22 @@ class McpCatalog:
                     entry.listening.set()
                     async for _event in subscription:
                         await self.refresh(server)
-            except Exception as exc:
+            except Exception as exc:  # the server went away: no error of this loop
                 if any(isinstance(e, ListenNotSupportedError) for e in leaf_exceptions(exc)):
-                    return  # an older server: the TTL alone keeps its list fresh
+                    return DONE  # an older server: the TTL alone keeps its list fresh
                 logger.debug("mcp server %s: listen ended (%s)", server, describe_failure(exc))
             finally:
                 entry.listening.clear()
-            await asyncio.sleep(min(RETRY_SECONDS, entry.spec.refresh_seconds))
+            return None
+
+        return BackgroundService(
+            f"mcp-listen:{server}",
+            listen,
+            period=lambda: min(RETRY_SECONDS, entry.spec.refresh_seconds),
+            immediately=True,
+            logger=logger,
+            stop_seconds=STOP_SECONDS,
+        )
 
 
 def _signature(tools: dict[str, McpTool]) -> list[tuple[str, str, str]]:

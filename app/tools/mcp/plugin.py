@@ -21,7 +21,12 @@ from app.settings import Settings
 from app.tools.mcp.catalog import McpCatalog
 from app.tools.mcp_config import McpServerSpec
 from app.tools.runtime.registry import ToolRegistry
-from app.tools.runtime.toolsets import install_mcp_tool_names, mcp_servers, uninstall_mcp_tool_names
+from app.tools.runtime.toolsets import (
+    agent_types,
+    install_mcp_tool_names,
+    mcp_servers,
+    uninstall_mcp_tool_names,
+)
 
 if TYPE_CHECKING:
     from app.tools.mcp.demo_server import RunningServer
@@ -73,9 +78,15 @@ class McpPlugin(InitPluginProtocol):
 
     async def _servers(self) -> tuple[RunningServer | None, dict[str, McpServerSpec]]:
         """The declared servers; a bundled one gets the demo server's URL (or, with
-        MCP_DEMO_SERVER off, is left out)."""
+        MCP_DEMO_SERVER off, is left out). The demo server starts only when an agent type
+        lists a bundled server: otherwise no toolset would offer its tools, and every
+        process would serve it for nothing."""
         servers = dict(mcp_servers())
+        used = {name for config in agent_types().values() for name in config.mcp_servers}
         bundled = [name for name, spec in servers.items() if spec.bundled]
+        for name in [name for name in bundled if name not in used]:
+            servers.pop(name)
+        bundled = [name for name in bundled if name in used]
         if not bundled:
             return None, servers
         if not self.settings.mcp_demo_server:

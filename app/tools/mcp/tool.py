@@ -190,6 +190,8 @@ class McpTool(Tool):
             structured_content=result.structured_content,
             text=text[:MAX_TEXT_CHARS] or None,
         )
+        if len(text) > MAX_TEXT_CHARS:  # the rest of the result is bounded by the executor
+            data = msgspec.structs.replace(data, truncated=True)
         success = ToolResult.success(data)
         if text:  # the model reads the text; the structured content stays in the cell
             shown = msgspec.structs.replace(data, structured_content=None)

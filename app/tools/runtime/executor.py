@@ -17,6 +17,7 @@ import msgspec
 
 from app.observability import calls, metrics
 from app.tools.base import Tool, ToolContext, ToolData, ToolResult
+from app.tools.bounds import DEFAULT_MAX_BYTES, bounded_off_loop
 from app.tools.events import LoggingToolEvents, ToolCall, ToolEvents
 from app.tools.preview import clamp, generic_preview
 from app.tools.runtime.registry import ToolRegistry
@@ -174,7 +175,8 @@ async def _run_tool(
     if not isinstance(result, ToolResult):
         logger.error("tool %s.%s returned %r", tool.name, action, type(result))
         return ToolResult.failure(SAFE_SYSTEM_ERROR, "system_error")
-    return result
+    limit = ctx.settings.tool_result_max_bytes if ctx.settings else DEFAULT_MAX_BYTES
+    return await bounded_off_loop(result, limit)
 
 
 def _timeout_paused_while_asking(ctx: ToolContext, limit: asyncio.Timeout) -> ToolContext:

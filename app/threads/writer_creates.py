@@ -1,0 +1,242 @@
+"""Creating messages: the writer's creates (app/threads/writer.py says the contract).
+
+Core statements, every column given (the columns' Python defaults filled in here, so the
+StoredMessage handed back is the row as stored). On PostgreSQL a create is one statement
+(the bump as a CTE, the rows INSERTed from it); on SQLite the bump, then one INSERT per row.
+`create_message_with` adds another data-modifying statement to a PostgreSQL create (a
+run's end with its answer: one round trip, atomic without BEGIN/COMMIT).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import (
+    Column,
+    Insert,
+    Select,
+    bindparam,
+    exists,
+    insert,
+    literal,
+    select,
+    true,
+    union_all,
+    update,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db import direct
+from app.db.direct import flush_pending
+from app.lib.time import utcnow
+from app.threads.changes import message_changed
+from app.threads.records import StoredMessage, stored_message
+from app.threads.writer_bump import (
+    MESSAGE_COLUMNS,
+    bump,
+    lease_params,
+    messages,
+    nothing_written,
+    the_thread,
+    threads,
+)
+
+_CREATE_FIELDS = MESSAGE_COLUMNS | {"id"}  # a message's id may be chosen by its creator
+
+
+async def create_message(
+    session: AsyncSession, thread_id: UUID, *, role: str, **fields: Any
+) -> StoredMessage:
+    [message] = await create_messages(session, thread_id, [{"role": role, **fields}])
+    return message
+
+
+def creates_alone(rows: list[dict[str, Any]]) -> bool:
+    """Whether `create_messages(rows)`, with nothing else in its session, is atomic by
+    itself and may run without BEGIN/COMMIT (`RunnerDeps.write_alone`): on PostgreSQL it
+    is one statement (SQLite's sessions keep their transactions)."""
+    return all(fields.keys() <= _CREATE_FIELDS for fields in rows)
+
+
+async def create_messages(
+    session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
+) -> list[StoredMessage]:
+    """Several new messages (each a dict of fields incl. `role`) with one thread bump and
+    one write of the rows: consecutive seqs and positions, as if created one by one."""
+    if not rows:
+        return []
+    unknown = {key for fields in rows for key in fields} - _CREATE_FIELDS
+    if unknown:
+        raise TypeError(f"not fields of a new message: {sorted(unknown)}")
+    await flush_pending(session)
+    created = await _insert(session, thread_id, rows)
+    for message in created:
+        message_changed(session, message)
+    return created
+
+
+_INSERTED = tuple(c.key for c in messages.c if c.key not in ("seq", "position"))
+_INSERT_ROW = insert(messages)  # every column bound by its key (SQLite's creates)
+_inserts: dict[tuple[int, bool], Insert] = {}
+
+
+def _python_default(column: Column[Any]) -> Any:
+    """What SQLAlchemy would write for a column left out of an INSERT: its Python
+    default (a value, or a callable's value), else NULL. (A SQL-expression default or a
+    server default is not expected on this table: the row is returned as written.)"""
+    default = column.default
+    if default is None or not (default.is_scalar or default.is_callable):
+        return None  # none, or the ORM's insert sentinel
+    if default.is_scalar:
+        return default.arg  # type: ignore[attr-defined]
+    return default.arg(None)  # type: ignore[attr-defined]  # wrapped to take a context
+
+
+def _row_values(thread_id: UUID, fields: dict[str, Any], now: Any) -> dict[str, Any]:
+    """Every column of a new row as SQLAlchemy would write it (seq and position: later)."""
+    given = {"created_at": now, "updated_at": now, **fields, "thread_id": thread_id}
+    return {
+        column.key: given[column.key] if column.key in given else _python_default(column)
+        for column in messages.c
+    }
+
+
+def _insert_rows(count: int, fenced: bool, gate: Any = None) -> Insert:
+    """WITH bump AS (UPDATE threads … RETURNING) INSERT INTO thread_messages SELECT … FROM
+    bump, one SELECT per row: seqs and positions consecutive up to the bumped ones.
+    `gate`: a further condition of the bump (create_message_with)."""
+    statement = _inserts.get((count, fenced)) if gate is None else None
+    if statement is None:
+        where = the_thread(fenced)
+        bumped = (
+            update(threads)
+            .where(where if gate is None else where & gate)
+            .values(
+                last_seq=threads.c.last_seq + count,
+                message_count=threads.c.message_count + count,
+                last_activity_at=bindparam("b_now"),
+                # given, not the column's onupdate: under a SELECT (create_message_with)
+                # nothing would compute it
+                updated_at=bindparam("b_now"),
+            )
+            .returning(threads.c.last_seq, threads.c.message_count)
+            .cte("bump")
+        )
+        selects = [
+            select(
+                *(bindparam(f"r{i}_{key}", type_=messages.c[key].type) for key in _INSERTED),
+                (bumped.c.last_seq - (count - 1 - i)).label("seq"),
+                (bumped.c.message_count - (count - 1 - i)).label("position"),
+            ).select_from(bumped)
+            for i in range(count)
+        ]
+        rows = selects[0] if count == 1 else union_all(*selects)
+        statement = (
+            insert(messages)
+            .from_select([*_INSERTED, "seq", "position"], rows)
+            .returning(messages.c.id, messages.c.seq, messages.c.position)
+        )
+        statement = statement.add_cte(bumped) if count > 1 else statement
+        if gate is None:
+            _inserts[(count, fenced)] = statement
+    return statement
+
+
+async def _insert(
+    session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
+) -> list[StoredMessage]:
+    now = utcnow()
+    values = [_row_values(thread_id, fields, now) for fields in rows]
+    if session.get_bind().dialect.name == "postgresql":
+        placed = await _insert_after_bump(session, thread_id, values, now)
+    else:
+        placed = await _bump_then_insert(session, thread_id, values)
+    return [_stored(row, *placed[row["id"]]) for row in values]
+
+
+def _insert_params(thread_id: UUID, values: list[dict[str, Any]], now: Any) -> dict[str, Any]:
+    """The parameters of `_insert_rows(len(values))`."""
+    params: dict[str, Any] = {"b_thread": thread_id, "b_now": now}
+    for i, row in enumerate(values):
+        params.update({f"r{i}_{key}": row[key] for key in _INSERTED})
+    return params
+
+
+async def _insert_after_bump(
+    session: AsyncSession, thread_id: UUID, values: list[dict[str, Any]], now: Any
+) -> dict[UUID, tuple[int, int]]:
+    """PostgreSQL: one statement. Each new row's (seq, position) by id."""
+    params, lease = lease_params(_insert_params(thread_id, values, now))
+    inserted = await direct.execute(session, _insert_rows(len(values), lease is not None), params)
+    placed = {row_id: (int(seq), int(position)) for row_id, seq, position in inserted.rows}
+    if len(placed) != len(values):
+        raise nothing_written(lease, f"no thread {thread_id}")
+    return placed
+
+
+# -- a create with another statement, in one round trip (PostgreSQL) ---------------------
+@lru_cache(maxsize=8)  # keyed by the statement itself (DML statements hash by identity)
+def _insert_with(also: Any) -> Select[Any]:
+    """WITH also AS (<also>), bump AS (… WHERE EXISTS (SELECT FROM also)), ins AS (INSERT
+    one message … RETURNING) SELECT the message's place and `also`'s row: no row if `also`
+    changed none (nor is the message written). Built once per `also`."""
+    other = also.cte("also")
+    # not fenced by the lease: `also` (a run's end) carries it and locks the run row itself
+    inserted = _insert_rows(1, False, exists(select(literal(1)).select_from(other))).cte("ins")
+    columns = [c.label(f"also_{c.key}") for c in other.c]
+    statement = select(inserted.c.id, inserted.c.seq, inserted.c.position, *columns)
+    return statement.select_from(inserted.join(other, true()))
+
+
+async def create_message_with(
+    session: AsyncSession,
+    thread_id: UUID,
+    fields: dict[str, Any],
+    also: Any,
+    params: dict[str, Any],
+) -> tuple[StoredMessage | None, dict[str, Any] | None]:
+    """A new message if `also` (a data-modifying statement with RETURNING, built once;
+    its parameters in `params`) changes a row: on PostgreSQL, with `fields` as
+    `creates_alone` takes them, one statement, atomic by itself, whose message is written
+    only with `also`'s change; otherwise the create, then `also`, in the session's
+    transaction (the caller rolls it back if `also` changed nothing). `also`'s row by
+    column key, None if it changed no row (and then, in one statement, no message)."""
+    if session.get_bind().dialect.name != "postgresql" or not creates_alone([fields]):
+        message = await create_message(session, thread_id, **fields)
+        others = (await direct.execute(session, also, params)).mappings()
+        return message, others[0] if others else None
+    await flush_pending(session)
+    now = utcnow()
+    row = _row_values(thread_id, fields, now)
+    values = _insert_params(thread_id, [row], now) | params
+    results = (await direct.execute(session, _insert_with(also), values)).mappings()
+    if not results:
+        return None, None  # `also` changed nothing (or the thread is gone): nothing written
+    result = results[0]
+    seq, position = int(result["seq"]), int(result["position"])
+    message = _stored(row, seq, position)
+    message_changed(session, message)
+    return message, {key[5:]: value for key, value in result.items() if key.startswith("also_")}
+
+
+async def _bump_then_insert(
+    session: AsyncSession, thread_id: UUID, values: list[dict[str, Any]]
+) -> dict[UUID, tuple[int, int]]:
+    """SQLite: the bump, then the rows (no unit of work)."""
+    count = len(values)
+    last_seq, last_position = await bump(session, thread_id, count, new=True)
+    placed = {
+        row["id"]: (last_seq - count + 1 + i, last_position - count + 1 + i)
+        for i, row in enumerate(values)
+    }
+    for row in values:  # one INSERT per row: the rows of one turn are few
+        seq, position = placed[row["id"]]
+        await direct.execute(session, _INSERT_ROW, {**row, "seq": seq, "position": position})
+    return placed
+
+
+def _stored(row: dict[str, Any], seq: int, position: int) -> StoredMessage:
+    """The row as stored, in its place."""
+    return stored_message({**row, "seq": seq, "position": position})
