@@ -22,8 +22,8 @@ from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.db import clock
 from app.db.models import PushEvent, ThreadMessage
-from app.lib.time import utcnow
 from app.observability import metrics
 from app.push import live_activities, payloads, presence, repository
 from app.settings import Settings
@@ -72,7 +72,7 @@ async def _fan_out_next(
 ) -> bool:
     """Fan out the oldest due event; False if there is none. A failure of that event is
     recorded on it (retry or dead letter) and does not propagate: the next one goes on."""
-    now, event_id = utcnow(), None
+    now, event_id = clock.now(), None
     try:
         async with sessions() as session:
             event = await session.scalar(repository.next_event(postgres, now))
@@ -98,7 +98,7 @@ async def _record_failure(
 ) -> None:
     """The event's fan-out rolled back: count the attempt, then retry it after a backoff
     or, its attempts spent, dead-letter it."""
-    now = utcnow()
+    now = clock.now()
     async with sessions() as session:
         event = await session.get(PushEvent, event_id)
         if event is None:

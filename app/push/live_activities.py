@@ -23,13 +23,13 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from uuid_utils.compat import uuid7
 
+from app.db import clock
 from app.db.models import LiveActivity, LiveActivityStartToken, Run, Thread, User
 from app.db.outbox import on_commit
 from app.db.upsert import dialect_insert
 from app.lib.background import BackgroundService
 from app.lib.listeners import Listeners
 from app.lib.problems import ProblemException
-from app.lib.time import utcnow
 from app.push import events, payloads, presence, repository
 from app.settings import Settings
 from app.threads import activity as cell
@@ -131,7 +131,7 @@ async def register(
         latest = await session.scalar(repository.current_run(thread.id))
         run_id = latest.id if latest is not None and latest.status in ACTIVE else None
         scope = "thread"
-    now = utcnow()
+    now = clock.now()
     values = {
         "user_id": user.id,
         "thread_id": thread.id,
@@ -181,7 +181,7 @@ async def end(
     followed run's now, else the last one sent) and its dismissal date."""
     if activity.ended_at is not None:
         raise ProblemException(409, "This Live Activity has already ended.")
-    now = utcnow()
+    now = clock.now()
     state = state or await _current_state(session, activity, now)
     if state is None:
         raise ProblemException(
@@ -227,7 +227,7 @@ async def register_start_token(
 ) -> LiveActivityStartToken:
     """Idempotent by token (one per app install; a token another account registered moves
     to this one); a user keeps the newest START_TOKENS_PER_USER."""
-    now = utcnow()
+    now = clock.now()
     values = {
         "user_id": user.id,
         "environment": environment or settings.apns_environment,
@@ -314,7 +314,7 @@ class LiveActivityUpdater:
         _dirty.difference_update(threads)
         if not threads:
             return False
-        now, held_back, rows = utcnow(), False, []
+        now, held_back, rows = clock.now(), False, []
         async with self._sessions() as session:
             for activity in await session.scalars(repository.open_activities(threads)):
                 row, waiting = await self._update(session, activity, now)

@@ -19,6 +19,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from uuid_utils.compat import uuid7
 
+from app.db import clock
 from app.db.models import (
     Device,
     LiveActivity,
@@ -345,3 +346,25 @@ def test_no_reminder_for_a_short_wait_or_one_without_end() -> None:
     assert events.reminder_at(now + timedelta(seconds=60), now) is None
     a_week = now + timedelta(days=7)
     assert events.reminder_at(a_week, now) == a_week - timedelta(hours=1)
+
+
+async def test_a_host_ahead_of_the_database_sends_what_it_fans_out_in_the_same_cycle(
+    db: AsyncSession,
+    alice: ApiUser,
+    sender: PushSender,
+    apns: RecordingApns,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """This host's clock runs ahead of the database's (a measured offset, or its error
+    under load): the deliveries a fan-out makes are due on the database's clock, the one
+    the claim reads, not on the host's, so the same cycle sends them (before: stamped on
+    the host's clock, they were seconds in the claim's future and waited)."""
+    await _device(db, alice)
+    thread = await _thread(db, alice)
+    run = await _run(db, thread, "running")
+    await _waiting(db, thread, run, 1, cell.started("c1", "test_confirm", {}, approval_ttl=600))
+    await db.commit()
+    database_behind = utcnow() - timedelta(seconds=30)
+    monkeypatch.setattr(clock, "now", lambda: database_behind)
+    await sender.cycle()
+    assert apns.kinds() == ["alert:approval_request"]
