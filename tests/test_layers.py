@@ -183,3 +183,14 @@ def test_no_import_cycle_in_app() -> None:
 def test_the_cycle_check_sees_a_cycle_around_a_loop() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert import_cycles(graph) == [frozenset({"a", "b", "c"})]
+
+
+MAX_MODULE_LINES = 400  # past it a module does more than one thing: split it by job
+
+
+def test_no_module_of_app_is_over_the_size_a_reader_holds() -> None:
+    sizes = {
+        str(path.relative_to(APP.parent)): len(path.read_text().splitlines())
+        for path in APP.rglob("*.py")
+    }
+    assert {name: lines for name, lines in sizes.items() if lines > MAX_MODULE_LINES} == {}

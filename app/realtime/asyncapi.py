@@ -26,6 +26,7 @@ SERVER_FRAMES: list[type[events.Frame]] = [
     events.SubscribedFrame,
     events.DeltaFrame,
     events.ToolOutputFrame,
+    events.ToolArgumentsFrame,
     events.RunFrame,
     events.ResetFrame,
     events.PongFrame,

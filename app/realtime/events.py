@@ -47,6 +47,26 @@ class ToolOutputFrame(Frame, tag="tool_output"):
     chunk: str
 
 
+class ToolArgumentsFrame(Frame, tag="tool_arguments"):
+    """The arguments of a tool call the model is still writing (its cell `preparing`),
+    piece by piece; ephemeral (never replayed).
+
+    `offset` is the number of characters (Unicode code points) of the arguments before
+    this chunk: append a chunk when its `offset` equals the length held, skip it when it
+    is lower; one that is higher came after a gap (a late subscribe): wait for the cell.
+    Pieces go out coalesced like `delta` (at most one frame per call per
+    `STREAM_DELTA_SECONDS`, wider under load); the last one before the cell leaves
+    `preparing`. The arguments are JSON text cut
+    anywhere (not parseable until complete); once written and checked, the cell's
+    `input` holds them.
+    """
+
+    thread_id: UUID
+    message_id: UUID
+    offset: Annotated[int, msgspec.Meta(ge=0)]
+    chunk: str
+
+
 class RunFrame(Frame, tag="run"):
     """A run's status changed (also sent once after `subscribed`: the thread's latest run).
 
@@ -91,12 +111,13 @@ class ErrorFrame(Frame, tag="error"):
     thread_id: UUID | None = None
 
 
-ThreadFrame = MessageFrame | DeltaFrame | ToolOutputFrame | RunFrame
+ThreadFrame = MessageFrame | DeltaFrame | ToolOutputFrame | ToolArgumentsFrame | RunFrame
 ServerFrame = (
     MessageFrame
     | SubscribedFrame
     | DeltaFrame
     | ToolOutputFrame
+    | ToolArgumentsFrame
     | RunFrame
     | ResetFrame
     | PongFrame

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from uuid import UUID
 
-from app.realtime.events import DeltaFrame, Frame, MessageFrame, RunFrame, ToolOutputFrame
+from app.realtime.events import (
+    DeltaFrame,
+    Frame,
+    MessageFrame,
+    RunFrame,
+    ToolArgumentsFrame,
+    ToolOutputFrame,
+)
 from app.threads import changes
 from app.threads.schemas import RunRead, ThreadMessageRead
 
@@ -38,6 +45,12 @@ class FrameSink(changes.ChangeSink):
 
     def tool_output(self, thread_id: UUID, message_id: UUID, offset: int, chunk: str) -> None:
         frame = ToolOutputFrame(
+            thread_id=thread_id, message_id=message_id, offset=offset, chunk=chunk
+        )
+        self.deliver(thread_id, frame)
+
+    def tool_arguments(self, thread_id: UUID, message_id: UUID, offset: int, chunk: str) -> None:
+        frame = ToolArgumentsFrame(
             thread_id=thread_id, message_id=message_id, offset=offset, chunk=chunk
         )
         self.deliver(thread_id, frame)

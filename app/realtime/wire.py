@@ -8,7 +8,7 @@ the row from the database, which it does for any gap anyway.
     m<seq>\\n<message frame json>     a message create/update
     r<seq>\\n                         the same, too big to carry: read it from the database
     R<run_id>:<status>\\n<run json>   a run status change
-    d\\n<frame json>                  an ephemeral frame (delta, tool_output)
+    d\\n<frame json>                  an ephemeral frame (delta, tool_output, tool_arguments)
     p<token>\\n                       a probe a new subscriber sends itself (see subscription.py)
     g\\n                              changes may have been lost: read them from the database
 

@@ -4,6 +4,7 @@ A tool message's `tool_activity` is stored as a JSON dict shaped like the `ToolA
 Struct the app reads (app/threads/schemas.py). Everything that writes one builds it
 here, so a new status or field is one edit in this module:
 
+    (preparing: the model is still writing the call) ─> planned, as one of:
     started ─┬─> progressed* ─> finished (success | failure, with its preview)
              ├─> awaiting_approval ─┬─> approved (in_progress) ─> …
              │                      ├─> denied (failure: permission_error)
@@ -31,8 +32,17 @@ from app.tools.preview import call_signature
 from app.tools.results import error_data
 
 ToolStatus = Literal[
-    "in_progress", "awaiting_approval", "awaiting_device", "awaiting_input", "success", "failure"
+    "preparing",
+    "in_progress",
+    "awaiting_approval",
+    "awaiting_device",
+    "awaiting_input",
+    "success",
+    "failure",
 ]
+# The model is still writing the call: its name is known, its arguments stream
+# (`tool_arguments` frames); not validated yet. It goes in_progress or waiting once written.
+PREPARING: ToolStatus = "preparing"
 IN_PROGRESS: ToolStatus = "in_progress"
 AWAITING_APPROVAL: ToolStatus = "awaiting_approval"
 AWAITING_DEVICE: ToolStatus = "awaiting_device"  # a device tool: the phone runs it
@@ -41,7 +51,7 @@ AWAITING_INPUT: ToolStatus = "awaiting_input"
 SUCCESS: ToolStatus = "success"
 FAILURE: ToolStatus = "failure"
 WAITING_STATUSES: tuple[ToolStatus, ...] = (AWAITING_APPROVAL, AWAITING_DEVICE, AWAITING_INPUT)
-OPEN_STATUSES: tuple[ToolStatus, ...] = (IN_PROGRESS, *WAITING_STATUSES)
+OPEN_STATUSES: tuple[ToolStatus, ...] = (PREPARING, IN_PROGRESS, *WAITING_STATUSES)
 open_enum(ToolStatus)  # new values may come: clients keep a fallback
 
 WAITING_FOR_APPROVAL = "Waiting for your approval"
@@ -114,6 +124,29 @@ def _expiry(now: datetime, ttl: float | None) -> str | None:
     if ttl is None or math.isinf(ttl):
         return None
     return (now + timedelta(seconds=ttl)).isoformat()
+
+
+def preparing(
+    call_id: str,
+    name: str,
+    input_: dict[str, Any] | None,
+    *,
+    display_message: str | None,
+    now: datetime | None = None,
+) -> Activity:
+    """A cell for a call the model has begun to write: its name, no arguments yet (they
+    stream as `tool_arguments` frames), saying `display_message`."""
+    return {
+        **started(call_id, name, input_, now=now, display_message=display_message),
+        "status": PREPARING,
+    }
+
+
+def planned(prepared: Activity | None, activity: Activity) -> Activity:
+    """A prepared cell once its call is written and planned: `activity` (what `started`
+    made of it), still dated from when the model began writing the call."""
+    since = (prepared or {}).get("started_at")
+    return {**activity, "started_at": since} if since else activity
 
 
 def started(

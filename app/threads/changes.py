@@ -7,7 +7,8 @@ wakes the embedded runner. Nothing here knows about either.
 
 Stored changes are snapshotted when written (the read Struct of that moment) and handed
 to the sinks only after the transaction commits (app/db/outbox.py), never after a
-rollback. Text deltas and tool output chunks are not stored this way and go out at once.
+rollback. Text deltas, tool output chunks and the arguments of calls being written are
+not stored this way and go out at once.
 A `TransactionHook` hears of a change before commit, inside its transaction (the push
 outbox writes its rows there).
 """
@@ -54,6 +55,10 @@ class ChangeSink:
 
     def tool_output(self, thread_id: UUID, message_id: UUID, offset: int, chunk: str) -> None:
         """A running tool's output chunk (ephemeral; the cell's `data.output` keeps it)."""
+
+    def tool_arguments(self, thread_id: UUID, message_id: UUID, offset: int, chunk: str) -> None:
+        """The arguments of a call the model is writing (`preparing`), as they stream
+        (ephemeral; the cell's `input` has them once the call is written)."""
 
 
 class TransactionHook:
@@ -137,3 +142,7 @@ def text_delta(thread_id: UUID, message_id: UUID, content: str) -> None:
 
 def tool_output(thread_id: UUID, message_id: UUID, offset: int, chunk: str) -> None:
     _sinks.emit("tool_output", thread_id, message_id, offset, chunk)
+
+
+def tool_arguments(thread_id: UUID, message_id: UUID, offset: int, chunk: str) -> None:
+    _sinks.emit("tool_arguments", thread_id, message_id, offset, chunk)

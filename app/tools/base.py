@@ -249,6 +249,11 @@ class Tool:
         in_progress cell itself instead of as a first `ctx.progress` (one write less)."""
         return None
 
+    def preparing_message(self) -> str:
+        """What the cell says while the model is still writing the call (`preparing`):
+        nothing of its arguments is known yet, not even the action."""
+        return f"Preparing {self.name}…"
+
     async def run(self, ctx: ToolContext, action: str, params: msgspec.Struct) -> ToolResult:
         handler = getattr(self, f"{action}_action", None)
         if handler is None:  # pragma: no cover - guarded by validation

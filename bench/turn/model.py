@@ -3,6 +3,9 @@
 Out of the benchmark's process so that neither its clients nor the fake model steal each
 other's CPU. Every first call of a run asks for 2 parallel `tasks` calls; the call after
 the tool results answers with text. It stops when its stdin closes.
+`BENCH_CALL_PAUSE=0.05`: the calls are written as a model writes a long call, each chunk
+its own write that far apart (so their cells show `preparing` first); by default they
+come in one read.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from tests.support.fake_llm import Call, FakeLLM, Text, ToolCalls
 
 CHUNKS = int(os.environ.get("BENCH_ANSWER_CHUNKS", "4"))
 PAUSE = float(os.environ.get("BENCH_ANSWER_PAUSE", "0"))
+CALL_PAUSE = float(os.environ.get("BENCH_CALL_PAUSE", "0"))
 ANSWER = "Both tasks are on your list." if CHUNKS <= 4 else "".join(f"w{i} " for i in range(CHUNKS))
 
 
@@ -25,6 +29,7 @@ def respond(body: dict[str, Any]) -> Text | ToolCalls:
     return ToolCalls(
         Call("tasks", {"action": "create", "title": "Buy milk"}),
         Call("tasks", {"action": "create", "title": "Buy bread"}),
+        pause=CALL_PAUSE,
     )
 
 

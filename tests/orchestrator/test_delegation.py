@@ -137,6 +137,37 @@ async def test_a_specialist_that_does_not_answer_in_time_is_a_timeout(
     assert (await api.messages(thread_id))[-1]["content"] == "It did not answer in time."
 
 
+async def test_a_specialists_call_shows_while_written_and_ends_with_its_delegation(
+    api: OrchestratorApi,
+) -> None:
+    """The specialist begins writing a call (its cell `preparing`, saying whom it
+    answers) and the delegation times out meanwhile: that cell ends with it, once."""
+    await api.add_agent(name="Slowpoke", agent_type="specialist")
+    api.llm.script(
+        ToolCalls(Call("ask_slowpoke", {"message": "note it"})),
+        ToolCalls(  # the specialist's model writes a call it never finishes
+            Call("test_echo", {"action": "echo", "text": "a long note " * 10}),
+            pieces=8,
+            pause=0.1,
+            hang_after=True,
+        ),
+        Text("It did not answer in time."),
+    )
+    thread_id, run = await api.turn("ask slowpoke")
+    assert run["status"] == "completed", run
+    ask, echo = await api.tool_messages(thread_id)
+    assert ask["tool_activity"]["error_type"] == "timeout"
+    preparing = next(c for c in api.frames.cells() if c["status"] == "preparing")
+    assert preparing["name"] == "test_echo"
+    assert preparing["display_message"] == "Preparing test_echo…"
+    assert preparing["input"]["delegated_by"]["agent_name"] == "Slowpoke"
+    ends = [
+        c for c in api.frames.cells() if c["id"] == preparing["id"] and c["status"] == "failure"
+    ]
+    assert len(ends) == 1 and ends[0]["error"] == "The specialist stopped before this call ended."
+    assert echo["tool_activity"]["status"] == "failure"
+
+
 async def test_ask_arguments_are_validated_like_every_tool(api: OrchestratorApi) -> None:
     """Invalid JSON is reported as invalid JSON; a parameter the schema does not have
     (additionalProperties: false) or a message that is not text is refused field by field;

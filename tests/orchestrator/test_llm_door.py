@@ -20,7 +20,7 @@ from app.orchestrator.door.llm import (
     context_window,
     stream_turn,
 )
-from app.orchestrator.door.types import ModelCall, Prices, Usage
+from app.orchestrator.door.types import ModelCall, Prices, StreamedCall, Usage
 from tests.support.fake_llm import Call, Error, FakeLLM, Raw, Text, ToolCalls
 
 TOOLS = [
@@ -56,6 +56,7 @@ async def _turn(
     retries: int = 0,
     model: str = "fake-model",
     response_format: dict[str, Any] | None = None,
+    on_calls: Any = None,
 ) -> tuple[ModelTurn, list[str]]:
     target = ModelTarget(
         f"openai/{model}",
@@ -72,7 +73,9 @@ async def _turn(
         pieces.append(piece)
 
     messages = [dict(m) for m in MESSAGES]
-    turn = await stream_turn(target, messages, tools, on_text, response_format=response_format)
+    turn = await stream_turn(
+        target, messages, tools, on_text, response_format=response_format, on_calls=on_calls
+    )
     return turn, pieces
 
 
@@ -138,6 +141,87 @@ async def test_arguments_split_across_chunks_and_parallel_calls(llm: FakeLLM, do
     assert [c["function"]["name"] for c in turn.tool_calls] == ["tasks", "tasks"]
     assert [json.loads(c["function"]["arguments"]) for c in turn.tool_calls] == [first, second]
     assert all(c["type"] == "function" for c in turn.tool_calls)
+
+
+class _Told:
+    """What `on_calls` heard: every batch's calls so far."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[StreamedCall]] = []
+
+    async def __call__(self, calls: list[StreamedCall]) -> None:
+        self.batches.append(calls)
+
+
+async def test_calls_are_told_as_they_are_written(llm: FakeLLM, door: str) -> None:
+    """`on_calls` hears each call from its first delta on, its arguments growing, with
+    the id and name the finished turn has; both paths stream the arguments alike."""
+    first = {"action": "create", "title": "A title long enough to come in pieces"}
+    second = {"action": "list"}
+    llm.script(
+        ToolCalls(
+            Call("tasks", first, id="call_a"), Call("tasks", second, id="call_b"),
+            text="Two calls.", pieces=4, pause=0.02,
+        )
+    )  # fmt: skip
+    told = _Told()
+    turn, _ = await _turn(llm, door, tools=TOOLS, on_calls=told)
+    final = turn.tool_calls
+    assert [c["id"] for c in final] == ["call_a", "call_b"]
+    assert len(told.batches) >= 4, told.batches  # pieces written apart are told apart
+    for batch in told.batches:
+        assert [c.index for c in batch] == list(range(len(batch)))
+        for call, done in zip(batch, final, strict=False):
+            assert (call.id, call.name) == (done["id"], done["function"]["name"])
+            assert done["function"]["arguments"].startswith(call.arguments)
+    # told while the first was still being written, before the second began
+    assert any(
+        len(batch) == 1 and 0 < len(batch[0].arguments) < len(json.dumps(first))
+        for batch in told.batches
+    ), told.batches
+    assert [c.arguments for c in told.batches[-1]] == [c["function"]["arguments"] for c in final]
+
+
+async def test_a_turn_without_calls_tells_none(llm: FakeLLM, door: str) -> None:
+    llm.script(Text("Just words.", pieces=4, pause=0.01))
+    told = _Told()
+    turn, _ = await _turn(llm, door, tools=TOOLS, on_calls=told)
+    assert turn.text == "Just words." and told.batches == []
+
+
+async def test_a_call_without_an_id_is_told_with_the_id_it_will_have(
+    llm: FakeLLM, door: str
+) -> None:
+    def chunk(delta: dict, finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return b"data: " + json.dumps({"id": "x", "choices": [choice]}).encode() + b"\n\n"
+
+    def piece(arguments: str, name: str | None = None) -> bytes:
+        function = {"arguments": arguments, **({"name": name} if name else {})}
+        return chunk({"tool_calls": [{"index": 0, "type": "function", "function": function}]})
+
+    body = piece("", "tasks") + piece('{"action": ') + piece('"list"}')
+    llm.script(Raw(body + chunk({}, "tool_calls") + b"data: [DONE]\n\n"))
+    told = _Told()
+    turn, _ = await _turn(llm, door, tools=TOOLS, on_calls=told)
+    [call] = turn.tool_calls
+    assert json.loads(call["function"]["arguments"]) == {"action": "list"} and call["id"]
+    assert told.batches and {batch[0].id for batch in told.batches} == {call["id"]}
+
+
+async def test_a_call_told_is_not_retried(llm: FakeLLM, door: str) -> None:
+    """Like text shown, a call told may be on the user's screen: a dropped stream after
+    it fails the turn instead of asking again (without `on_calls`, it is retried)."""
+    cut = ToolCalls(Call("tasks", {"action": "list"}), pieces=3, drop_after=True)
+    whole = ToolCalls(Call("tasks", {"action": "list"}))
+    llm.script(cut, whole)
+    with pytest.raises(LLMError) as caught:
+        await _turn(llm, door, tools=TOOLS, retries=2, on_calls=_Told())
+    assert caught.value.kind == "connection" and len(llm.requests) == 1
+    llm.reset()
+    llm.script(cut, whole)
+    turn, _ = await _turn(llm, door, tools=TOOLS, retries=2)
+    assert len(turn.tool_calls) == 1 and len(llm.requests) == 2
 
 
 async def test_text_before_tool_calls_is_kept(llm: FakeLLM, door: str) -> None:

@@ -26,7 +26,8 @@ def test_document_covers_every_frame_type() -> None:
     document = build_document()
     assert set(document["channels"]["ws"]["messages"]) == {
         "subscribe", "unsubscribe", "ping",
-        "message", "subscribed", "delta", "tool_output", "run", "reset", "pong", "error",
+        "message", "subscribed", "delta", "tool_output", "tool_arguments", "run", "reset",
+        "pong", "error",
     }  # fmt: skip
     for ref in json.dumps(document).split('"$ref": "')[1:]:
         path = ref.split('"', 1)[0].removeprefix("#/").split("/")

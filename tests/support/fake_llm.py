@@ -2,7 +2,8 @@
 
 Tests script what the model answers, one response per request, and read back the
 requests it got (the history and tool results the model saw). Responses stream as SSE
-like OpenAI's: text in chunks, tool calls whose arguments are split across chunks,
+like OpenAI's: text in chunks, tool calls whose arguments are split across chunks (in
+one write, or each chunk its own write with a pause, as a model writes a long call),
 several calls in one turn, errors (429 with retry-after, 500), hangs and dropped
 connections on demand.
 
@@ -47,11 +48,22 @@ class ToolCalls:
     text: str = ""
     pieces: int = 3  # each call's arguments arrive in this many chunks
     usage: dict[str, int] | None = None
+    pause: float = 0.0  # > 0: each chunk is its own write, this many seconds apart
+    hang_after: bool = False  # stream the calls, then never finish (cancel tests)
+    drop_after: bool = False  # stream the calls, then close the connection mid-answer
 
     def __init__(
-        self, *calls: Call, text: str = "", pieces: int = 3, usage: dict[str, int] | None = None
+        self,
+        *calls: Call,
+        text: str = "",
+        pieces: int = 3,
+        usage: dict[str, int] | None = None,
+        pause: float = 0.0,
+        hang_after: bool = False,
+        drop_after: bool = False,
     ) -> None:
         self.calls, self.text, self.pieces, self.usage = list(calls), text, pieces, usage
+        self.pause, self.hang_after, self.drop_after = pause, hang_after, drop_after
 
 
 @dataclass
@@ -201,18 +213,18 @@ class FakeLLM:
             }
         )
         chunks = self._chunks(response, body.get("model", "fake-model"))
-        if isinstance(response, Text) and response.pause > 0:  # tokens as a model emits them
+        if response.pause > 0:  # tokens as a model emits them
             for chunk in chunks[:-1]:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 await asyncio.sleep(response.pause)
             chunks = chunks[-1:]
         # One write: many small writes meet delayed ACKs and cost ~40 ms a response.
         stream = b"".join(chunks)
-        if isinstance(response, Text) and response.hang_after:
+        if response.hang_after:
             await send({"type": "http.response.body", "body": stream, "more_body": True})
             await self._stop_hangs.wait()
             return
-        if isinstance(response, Text) and response.drop_after:
+        if response.drop_after:
             # returning with the body unfinished makes uvicorn close the connection
             await send({"type": "http.response.body", "body": stream, "more_body": True})
             return
@@ -255,5 +267,7 @@ class FakeLLM:
                 out.append(
                     sse({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
                 )
+        if response.hang_after or response.drop_after:
+            return out
         out.append(sse({}, "tool_calls"))
         return out + usage()

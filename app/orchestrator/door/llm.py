@@ -9,6 +9,12 @@ transient failures (rate limits honouring retry-after, overload, 5xx, connection
 timeouts) are retried with backoff, but only before anything was streamed (a retry
 would repeat text the user already saw).
 
+Tool calls are told as they are written too, when the caller asks (`on_calls`): after
+each batch that carried tool-call deltas, the calls so far (`StreamedCall`: index, id,
+name, arguments text), whichever client streamed them (ours and litellm's stream the
+arguments in pieces; the demo gives whole calls). A turn without tool calls pays nothing
+for it.
+
 Usage is summed into the run's `UsageTally` (a context variable the runner sets, so the
 planner's and delegated specialists' calls count too, without passing it around).
 """
@@ -33,12 +39,29 @@ from app.orchestrator.door.errors import LLMError
 from app.orchestrator.door.litellm_client import LiteLLMClient
 from app.orchestrator.door.openai_client import OpenAIClient
 from app.orchestrator.door.profiles import DEMO_PREFIX, ProviderProfile, resolve
-from app.orchestrator.door.types import ModelCall, ModelClient, ModelTarget, Usage, usage_of
+from app.orchestrator.door.types import (
+    ModelCall,
+    ModelClient,
+    ModelTarget,
+    StreamedCall,
+    Usage,
+    usage_of,
+)
 
-__all__ = ["LLMError", "ModelTarget", "ModelTurn", "Usage", "stream_turn", "target_for"]
+__all__ = [
+    "LLMError",
+    "ModelTarget",
+    "ModelTurn",
+    "StreamedCall",
+    "Usage",
+    "stream_turn",
+    "target_for",
+]
 
 logger = logging.getLogger(__name__)
 TextCallback = Callable[[str], Awaitable[None]]
+# The turn's tool calls so far, after each batch that carried tool-call deltas.
+CallsCallback = Callable[[list[StreamedCall]], Awaitable[None]]
 
 # The provider seam: a client per wire format (openai-agents' MultiProvider, as a dict).
 CLIENTS: dict[str, ModelClient] = {
@@ -73,13 +96,18 @@ def is_demo_model(model: str) -> bool:
 class _ToolCallAssembler:
     """Joins tool-call deltas into complete OpenAI-format calls: by `index`, or, from
     servers that leave it out, by `id` (a new id starts a call, a repeated or missing
-    one continues the last)."""
+    one continues the last). A call without an id gets one, the same in `streamed` and
+    `calls`."""
 
     def __init__(self) -> None:
         self._calls: dict[int, dict[str, Any]] = {}
         self._last = -1
+        self._made_up: dict[int, str] = {}  # ids given to calls the server sent without
+        self.changed = False  # deltas were added since `streamed` was last read
+        self.told = False  # `streamed` was read: the caller has seen calls
 
     def add(self, delta: Any) -> None:
+        self.changed = True
         index = getattr(delta, "index", None)
         call_id = getattr(delta, "id", None)
         if index is None:
@@ -100,17 +128,40 @@ class _ToolCallAssembler:
             if arguments := getattr(function, "arguments", None):
                 call["function"]["arguments"] += arguments
 
+    def _id(self, index: int) -> str:
+        given = self._calls[index]["id"]
+        if given:
+            return str(given)
+        made_up = self._made_up.get(index)
+        if made_up is None:
+            made_up = self._made_up[index] = f"call_{index}_{random.getrandbits(48):x}"
+        return made_up
+
+    def streamed(self) -> list[StreamedCall]:
+        """The calls so far, in the order of `calls`."""
+        self.changed, self.told = False, True
+        return [
+            StreamedCall(
+                index, self._id(index), call["function"]["name"], call["function"]["arguments"]
+            )
+            for index, call in sorted(self._calls.items())
+        ]
+
     def calls(self) -> list[dict[str, Any]]:
         out = []
         for index in sorted(self._calls):
             call = self._calls[index]
-            call["id"] = call["id"] or f"call_{index}_{random.getrandbits(48):x}"
+            call["id"] = self._id(index)
             out.append(call)
         return out
 
 
 async def _stream_once(
-    call: ModelCall, on_text: TextCallback, turn: ModelTurn, assembler: _ToolCallAssembler
+    call: ModelCall,
+    on_text: TextCallback,
+    turn: ModelTurn,
+    assembler: _ToolCallAssembler,
+    on_calls: CallsCallback | None = None,
 ) -> None:
     target = call.target
     loop = asyncio.get_running_loop()
@@ -132,6 +183,8 @@ async def _stream_once(
                         deadline.reschedule(due)
                     if text := _take(batch, turn, assembler):
                         await on_text(text)
+                    if on_calls is not None and assembler.changed:
+                        await on_calls(assembler.streamed())
         except TimeoutError as exc:
             raise LLMError("timeout", "The model did not answer in time.") from exc
     turn.tool_calls = assembler.calls()
@@ -177,19 +230,23 @@ async def stream_turn(
     on_text: TextCallback,
     *,
     response_format: dict[str, Any] | None = None,
+    on_calls: CallsCallback | None = None,
 ) -> ModelTurn:
     """One streamed model turn; raises LLMError (after bounded retries) on failure.
 
     `response_format` (OpenAI's: json_schema or json_object) asks for structured output.
+    `on_calls` hears the tool calls as they are written (after each batch that carried
+    tool-call deltas: every call so far); once it heard one, a failure is not retried
+    (as once text was streamed: the user saw the call).
     """
     if target.kind is None:
         target = resolve(target, {})
     call = ModelCall(target, messages, tools, response_format)
     attempt = 0
     while True:
-        turn = ModelTurn()
+        turn, assembler = ModelTurn(), _ToolCallAssembler()
         try:
-            await _stream_once(call, on_text, turn, _ToolCallAssembler())
+            await _stream_once(call, on_text, turn, assembler, on_calls)
             _account(target, turn)
             return turn
         except asyncio.CancelledError:
@@ -197,7 +254,8 @@ async def stream_turn(
         except Exception as exc:
             error = exc if isinstance(exc, LLMError) else _unexpected(exc)
             metrics.model_error(error.kind)
-            if not error.transient or turn.text or attempt >= target.max_retries:
+            shown = turn.text or assembler.told
+            if not error.transient or shown or attempt >= target.max_retries:
                 if attempt:
                     error.message += f" (after {attempt + 1} attempts)"
                 raise error from exc

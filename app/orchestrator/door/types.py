@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 import msgspec
 
@@ -62,6 +62,17 @@ class Chunk(msgspec.Struct):
     usage: ChunkUsage | None = None
     error: Any = None  # an error object inside a 200 stream (vLLM, Groq, OpenRouter…)
     x_groq: XGroq | None = None
+
+
+class StreamedCall(NamedTuple):
+    """A tool call as far as the model has written it (`stream_turn`'s `on_calls`): its
+    place in the turn, its id (the one the turn's call will have), its name and the
+    arguments text so far."""
+
+    index: int
+    id: str
+    name: str
+    arguments: str
 
 
 # -- usage ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any
 
 from app.agents.delegates import is_delegate_name
 from app.db.models import Agent
+from app.orchestrator.door.types import StreamedCall
 from app.orchestrator.loop import delegation
 from app.orchestrator.loop.context import LoopSpec, RunState
 from app.threads import activity as cell
@@ -221,6 +222,41 @@ def tool_message_row(call: PlannedCall, run_id: Any) -> dict[str, Any]:
             step_id=call.step_id,
         ),
     }
+
+
+def preparing_row(call: StreamedCall, spec: LoopSpec, run_id: Any) -> dict[str, Any]:
+    """The new tool message of a call the model is still writing (`preparing`): nothing
+    is planned yet (its arguments are incomplete); `tool_message_row`'s values replace
+    these once it is. A specialist's call already says whom it answers."""
+    marks = spec.delegated_by
+    return {
+        "role": "tool",
+        "run_id": run_id,
+        "tool_call_id": call.id,
+        "is_user_facing": _user_facing(call.name),
+        "tool_activity": cell.preparing(
+            call.id,
+            call.name,
+            {"delegated_by": marks} if marks is not None else None,
+            display_message=_preparing_message(call.name, spec),
+        ),
+    }
+
+
+def _preparing_message(name: str, spec: LoopSpec) -> str:
+    if (specialist := spec.delegates.get(name)) is not None:
+        return f"Asking {specialist.name}…"
+    if (tool := get_registry().get(name)) is not None:
+        return tool.preparing_message()
+    return f"Preparing {name}…"
+
+
+def _user_facing(name: str) -> bool:
+    """Whether the tool's cells are shown (an action's own say comes once it is known)."""
+    if (device := get_device_tool(name)) is not None:
+        return device.is_user_facing
+    tool = get_registry().get(name)
+    return tool.is_user_facing if tool is not None else True
 
 
 def _budget_spent(budget: int) -> ToolResult:

@@ -10,6 +10,11 @@ stream ended, drops the creation that has not begun, and the turn's end writes t
 message once, with its final text, in the transaction that ends the turn (one write and
 one frame instead of three round trips, two writes and two frames). `write` stores the
 message's final state. A turn that streamed nothing has no message.
+
+When the model starts writing tool calls their cells come at once (preparing.py), and a
+tool message must never precede the assistant message carrying its calls: `hold` stops
+the message's own creation (or waits for one under way), the cells' transaction creates
+it if need be, and `adopt` hands it back; later text goes out as deltas on it.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class ReplyStream:
         self.text = ""
         self._creating: asyncio.Task[None] | None = None
         self._began = False
+        self._held = False  # tool calls began: the message comes with their cells
         self._sent = 0  # characters of `text` in the message or announced
         self._sent_at = -1.0
         self._timer: asyncio.TimerHandle | None = None
@@ -46,13 +52,13 @@ class ReplyStream:
     def start(self) -> None:
         self._cancel_timer()
         self.message, self.text, self._creating, self._began = None, "", None, False
-        self._sent, self._sent_at = 0, -1.0
+        self._held, self._sent, self._sent_at = False, 0, -1.0
 
     async def append(self, delta: str) -> None:
         self.text += delta
         if self.message is not None:
             self._announce_soon()
-        elif self._creating is None:
+        elif self._creating is None and not self._held:
             self._creating = asyncio.create_task(self._create())
 
     def _announce_soon(self) -> None:
@@ -91,6 +97,31 @@ class ReplyStream:
         self._sent = len(content)
         self._announce_soon()  # text that came while it was written
 
+    async def hold(self) -> None:
+        """Tool calls began: from now on the message is not created here. A creation not
+        begun is dropped; one under way is waited for (then `message` is set, unless it
+        failed). Afterwards, with `message` None, the caller creates it (with `text`)."""
+        self._held = True
+        task, self._creating = self._creating, None
+        if task is not None and not self._began:
+            task.cancel()
+        elif task is not None:
+            await self._finish_creation(task)
+
+    def adopt(self, message: StoredMessage) -> None:
+        """The message, created by the caller of `hold` with the text up to its content."""
+        self.message = message
+        self._sent = len(message.content or "")
+        self._announce_soon()  # text that came while it was written
+
+    async def _finish_creation(self, task: asyncio.Task[None]) -> None:
+        try:
+            await asyncio.shield(task)
+        except Fenced:
+            pass  # the run stops (runner.py says so, once)
+        except Exception:  # the end of the turn writes the message instead
+            logger.warning("run %s: creating the reply failed", self.run.id, exc_info=True)
+
     async def settle(self) -> None:
         """The stream ended (or broke off): a creation not begun is dropped, one under way
         finishes, text not yet announced is. Afterwards `message` is None when the message
@@ -99,12 +130,7 @@ class ReplyStream:
         if task is not None and not self._began:  # still gathering: nothing was written
             task.cancel()
         elif task is not None:
-            try:
-                await asyncio.shield(task)
-            except Fenced:
-                pass  # the run stops (runner.py says so, once)
-            except Exception:  # the end of the turn writes the message instead
-                logger.warning("run %s: creating the reply failed", self.run.id, exc_info=True)
+            await self._finish_creation(task)
         self._cancel_timer()
         self._announce()
 
@@ -123,5 +149,5 @@ class ReplyStream:
                     session, self.run.thread_id, role="assistant", content=self.text,
                     run_id=self.run.id,
                 )  # fmt: skip
-        elif self.message.content != self.text:
+        elif (self.message.content or "") != self.text:  # one made with calls may hold None
             await self.write(session, content=self.text)

@@ -2,9 +2,10 @@
 
 The run's agent streams its text into an assistant message (reply.py: created 30 ms
 after the first delta, later text published ephemerally, the final text written at the
-end); its tool calls become tool messages. A specialist the agent delegates to runs the
-same loop with its own toolset; its tool activities land in the same thread (marked
-`input.delegated_by`) and its answer is the delegating call's result.
+end); its tool calls become tool messages, shown from the model's first token of each
+call (preparing.py). A specialist the agent delegates to runs the same loop with its own
+toolset; its tool activities land in the same thread (marked `input.delegated_by`) and
+its answer is the delegating call's result.
 
 Whatever decides a turn's calls (the model, a request's pre-flight `tool_calls`, a
 planner's tool step, which its plan yields to this loop: planner.py) they go the one way
@@ -48,12 +49,14 @@ from app.orchestrator.loop.outage import (
     database_unreachable,
     write_retrying,
 )
+from app.orchestrator.loop.preparing import PreparingCalls
 from app.orchestrator.loop.reply import ReplyStream
 from app.orchestrator.loop.tool_calls import CallOutcome, ToolCallRunner, end_open_cells
 from app.orchestrator.scheduling import runs
 from app.threads import activity as cell
 from app.threads import fence, repository
 from app.threads.fence import Fenced, Lease
+from app.threads.records import StoredMessage
 from app.tools.assembly import get_registry
 from app.tools.base import ToolResult
 from app.tools.runtime.executor import bare_call_arguments
@@ -266,10 +269,10 @@ class RunExecution:
         limit, repeats = spec.config.step_limit, 0
         for _ in range(limit):
             prompt = await fitted(target.model, messages, tools, window=window)
-            turn = await self._model_turn(spec, target, prompt, tools)
+            turn, prepared = await self._model_turn(spec, target, prompt, tools)
             if not turn.tool_calls:
                 return turn.text, None
-            outcomes = await self._execute_turn(state, spec, turn, messages)
+            outcomes = await self._execute_turn(state, spec, turn, messages, prepared=prepared)
             if any(done.spent_budget for done in outcomes):
                 return (
                     None,
@@ -288,14 +291,13 @@ class RunExecution:
 
     async def _model_turn(
         self, spec: LoopSpec, target: Any, prompt: list[dict[str, Any]], tools: Any
-    ) -> ModelTurn:
-        if not spec.writes_text:  # a specialist's text streams into its ask_* cell
-            return await stream_turn(target, prompt, tools, spec.on_text or _ignore_text)
-        self.reply.start()
-        try:
-            return await stream_turn(target, prompt, tools, self.reply.append)
-        finally:
-            await self.reply.settle()
+    ) -> tuple[ModelTurn, dict[int, StoredMessage]]:
+        """The model's turn, and its calls' cells shown while it wrote them."""
+        reply = self.reply if spec.writes_text else None  # a specialist's text: its ask_* cell
+        on_text = reply.append if reply is not None else spec.on_text or _ignore_text
+        async with PreparingCalls(self.deps, self.run, spec, reply).streaming() as calls:
+            turn = await stream_turn(target, prompt, tools, on_text, on_calls=calls.seen)
+        return turn, calls.cells
 
     async def _follow_plan(
         self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
@@ -354,12 +356,15 @@ class RunExecution:
         messages: list[dict[str, Any]],
         step_id: str | None = None,
         refused: dict[int, ToolResult] | None = None,
+        prepared: dict[int, StoredMessage] | None = None,  # cells shown as the model wrote
     ) -> list[CallOutcome]:
         """The turn's calls planned, recorded and run (tool_calls.py); the assistant's
         calls and their results are appended to `messages` for the next model turn."""
         # a delegated call runs the specialist's loop in this run's state
         calls = ToolCallRunner(self.deps, state, self.reply, partial(self._loop, state))
-        outcomes = await calls.execute_turn(spec, turn, step_id=step_id, refused=refused)
+        outcomes = await calls.execute_turn(
+            spec, turn, step_id=step_id, refused=refused, prepared=prepared
+        )
         messages.append(
             {"role": "assistant", "content": turn.text or None, "tool_calls": turn.tool_calls}
         )

@@ -1,5 +1,6 @@
 """One turn's planned tool calls, executed: each a `tool` message going in_progress ->
-success|failure.
+success|failure (a cell prepared while the model wrote the call, preparing.py, is that
+message: updated, not created again).
 
 `call_plan.py` has given every call its kind; `_dispatch` runs each kind in one `match`.
 The calls run concurrently, each isolated (one failing or raising never discards the
@@ -40,6 +41,7 @@ from app.orchestrator.loop.waiting import wait_for_user
 from app.orchestrator.waits.cells import locked_message
 from app.threads import activity as cell
 from app.threads.fence import Fenced
+from app.threads.records import StoredMessage
 from app.threads.writer import create_messages, creates_alone, update_message
 from app.tools.assembly import get_registry
 from app.tools.base import ToolContext, ToolResult
@@ -100,9 +102,11 @@ class ToolCallRunner:
         *,
         step_id: str | None = None,
         refused: dict[int, ToolResult] | None = None,
+        prepared: dict[int, StoredMessage] | None = None,
     ) -> list[CallOutcome]:
         """Plan the calls, record them in one commit, run them concurrently. `refused`
-        (by index) fail at once with the given self-correcting result."""
+        (by index) fail at once with the given self-correcting result; `prepared` (by
+        index) are the calls' cells shown while the model wrote them (preparing.py)."""
         settings = self.deps.settings
         rules = TurnRules(
             spec,
@@ -111,7 +115,7 @@ class ToolCallRunner:
             max_depth=settings.delegation_max_depth,
         )
         planned = plan_turn(turn.tool_calls, rules, self.state, step_id=step_id, refused=refused)
-        recorded = await self._record(spec, turn, planned)
+        recorded = await self._record(spec, turn, planned, prepared or {})
         pairs = zip(planned, recorded, strict=True)
         # A task group, not gather: on a cancel (or a lost lease) every call has ended
         # before this returns, inside the run's deadline, so no call outlives its run.
@@ -123,11 +127,17 @@ class ToolCallRunner:
         return [call.result() for call in calls]
 
     async def _record(
-        self, spec: LoopSpec, turn: ModelTurn, planned: list[PlannedCall]
+        self,
+        spec: LoopSpec,
+        turn: ModelTurn,
+        planned: list[PlannedCall],
+        prepared: dict[int, StoredMessage],
     ) -> list[ThreadMessage]:
-        """The assistant's tool calls and every call's tool message: one commit."""
+        """The assistant's tool calls and every call's tool message: one commit. A call
+        whose cell was prepared while the model wrote it updates that cell."""
         run, reply = self.state.run, self.reply
-        rows = [tool_message_row(call, run.id) for call in planned]
+        planned_rows = [tool_message_row(call, run.id) for call in planned]
+        rows = [row for index, row in enumerate(planned_rows) if index not in prepared]
         if spec.writes_text and reply.message is None:
             rows.insert(0, {  # text that came whole with the calls is written here
                 "role": "assistant", "content": turn.text or None, "is_user_facing": bool(turn.text),
@@ -135,13 +145,29 @@ class ToolCallRunner:
             })  # fmt: skip
 
         async def work(session: AsyncSession) -> list[ThreadMessage]:
-            if spec.writes_text:
-                await reply.write(session, content=turn.text, tool_calls=turn.tool_calls)
-            created = await create_messages(session, run.thread_id, rows)
-            return created[len(created) - len(planned) :]
+            if spec.writes_text and reply.message is not None:
+                # made with the calls before any text came (preparing.py): shown if some did
+                hidden = turn.text and not reply.message.is_user_facing
+                shown = {"is_user_facing": True} if hidden else {}
+                await reply.write(
+                    session, content=turn.text or None, tool_calls=turn.tool_calls, **shown
+                )
+            for index, message in sorted(prepared.items()):
+                row = planned_rows[index]
+                await update_message(
+                    session,
+                    message,
+                    tool_call_id=row["tool_call_id"],
+                    is_user_facing=row["is_user_facing"],
+                    tool_activity=cell.planned(message.tool_activity, row["tool_activity"]),
+                )
+            created = iter(await create_messages(session, run.thread_id, rows))
+            if len(rows) > len(planned) - len(prepared):
+                next(created)  # the assistant message
+            return [prepared.get(index) or next(created) for index in range(len(planned))]
 
         streamed = spec.writes_text and reply.message is not None  # a second statement
-        alone = not streamed and creates_alone(rows)
+        alone = not streamed and not prepared and creates_alone(rows)
         recorded = await (self.deps.write_alone if alone else self.deps.write)(work)
         deadlines.opened(recorded)  # ended with the run or delegation, if still open then
         if spec.writes_text:

@@ -101,6 +101,9 @@ class McpTool(Tool):
     def start_message(self, action: str, params: msgspec.Struct) -> str | None:
         return f"Calling {self.remote} on {self.spec.name}…"
 
+    def preparing_message(self) -> str:
+        return f"Preparing {self.remote} on {self.spec.name}…"
+
     async def run(self, ctx: ToolContext, action: str, params: msgspec.Struct) -> ToolResult:
         arguments = cast(dict[str, Any], params)
         watch = StatusWatch()
