@@ -36,6 +36,7 @@ from app.orchestrator.door.types import StreamedCall
 from app.orchestrator.loop import deadlines
 from app.orchestrator.loop.call_plan import preparing_row
 from app.orchestrator.loop.context import LoopSpec, RunnerDeps
+from app.orchestrator.loop.delta_pace import Paced
 from app.orchestrator.loop.reply import GATHER_SECONDS, ReplyStream
 from app.threads import changes
 from app.threads.fence import Fenced
@@ -62,8 +63,7 @@ class PreparingCalls:
         self._began = False  # the turn's one write began (or the stream ended before)
         self._ended = False  # the stream ended: the arguments' last frame is out
         self._sent: dict[int, int] = {}  # characters of each call's arguments announced
-        self._sent_at = -1.0
-        self._timer: asyncio.TimerHandle | None = None
+        self._frames = Paced(lambda: deps.pace.window, self._announce)
 
     async def seen(self, calls: list[StreamedCall]) -> None:
         self._calls = calls
@@ -129,18 +129,11 @@ class PreparingCalls:
         self._announce_soon()  # the arguments so far
 
     def _announce_soon(self) -> None:
-        if self._timer is not None or self._ended:
-            return  # the arguments will go with the frames already due
-        loop = asyncio.get_running_loop()
-        wait = self._sent_at + self.deps.pace.window - loop.time()
-        if wait <= 0:
-            self._announce()
-        else:
-            self._timer = loop.call_later(wait, self._announce)
+        if not self._ended:  # once ended, `settle` sent the rest
+            self._frames.soon()
 
-    def _announce(self) -> None:
+    def _announce(self) -> bool:
         """A frame for each prepared call whose arguments grew since the last."""
-        self._timer = None
         sent_any = False
         for place, message in self.cells.items():
             arguments = self._calls[place].arguments
@@ -149,8 +142,7 @@ class PreparingCalls:
                 changes.tool_arguments(self.run.thread_id, message.id, sent, arguments[sent:])
                 self._sent[place] = len(arguments)
                 sent_any = True
-        if sent_any:
-            self._sent_at = asyncio.get_running_loop().time()
+        return sent_any
 
     @contextlib.asynccontextmanager
     async def streaming(self) -> AsyncIterator[PreparingCalls]:
@@ -175,6 +167,4 @@ class PreparingCalls:
             self._gather = None
         if self._writing is not None:
             await asyncio.shield(self._writing)  # it logs its own failure
-        if self._timer is not None:
-            self._timer.cancel()
-        self._announce()
+        self._frames.now()

@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Run
 from app.orchestrator.loop.context import RunnerDeps
+from app.orchestrator.loop.delta_pace import Paced
 from app.threads import changes
 from app.threads.fence import Fenced
 from app.threads.records import StoredMessage
@@ -46,42 +47,26 @@ class ReplyStream:
         self._began = False
         self._held = False  # tool calls began: the message comes with their cells
         self._sent = 0  # characters of `text` in the message or announced
-        self._sent_at = -1.0
-        self._timer: asyncio.TimerHandle | None = None
+        self._frames = Paced(lambda: deps.pace.window, self._announce)
 
     def start(self) -> None:
-        self._cancel_timer()
+        self._frames.reset()
         self.message, self.text, self._creating, self._began = None, "", None, False
-        self._held, self._sent, self._sent_at = False, 0, -1.0
+        self._held, self._sent = False, 0
 
     async def append(self, delta: str) -> None:
         self.text += delta
         if self.message is not None:
-            self._announce_soon()
+            self._frames.soon()
         elif self._creating is None and not self._held:
             self._creating = asyncio.create_task(self._create())
 
-    def _announce_soon(self) -> None:
-        if self._timer is not None:
-            return  # the text will go with the frame already due
-        loop = asyncio.get_running_loop()
-        wait = self._sent_at + self.deps.pace.window - loop.time()
-        if wait <= 0:
-            self._announce()
-        else:
-            self._timer = loop.call_later(wait, self._announce)
-
-    def _announce(self) -> None:
-        self._timer = None
+    def _announce(self) -> bool:
         if self.message is not None and (unsent := self.text[self._sent :]):
             changes.text_delta(self.run.thread_id, self.message.id, unsent)
             self._sent = len(self.text)
-            self._sent_at = asyncio.get_running_loop().time()
-
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+            return True
+        return False
 
     async def _create(self) -> None:
         await asyncio.sleep(GATHER_SECONDS)
@@ -95,7 +80,7 @@ class ReplyStream:
             )
         )
         self._sent = len(content)
-        self._announce_soon()  # text that came while it was written
+        self._frames.soon()  # text that came while it was written
 
     async def hold(self) -> None:
         """Tool calls began: from now on the message is not created here. A creation not
@@ -112,7 +97,7 @@ class ReplyStream:
         """The message, created by the caller of `hold` with the text up to its content."""
         self.message = message
         self._sent = len(message.content or "")
-        self._announce_soon()  # text that came while it was written
+        self._frames.soon()  # text that came while it was written
 
     async def _finish_creation(self, task: asyncio.Task[None]) -> None:
         try:
@@ -131,8 +116,7 @@ class ReplyStream:
             task.cancel()
         elif task is not None:
             await self._finish_creation(task)
-        self._cancel_timer()
-        self._announce()
+        self._frames.now()
 
     async def write(self, session: AsyncSession, **fields: Any) -> bool:
         """Update the streamed message in `session`; False when there is none (yet)."""

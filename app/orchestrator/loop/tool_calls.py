@@ -38,6 +38,7 @@ from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.loop.input_requests import ask_user
 from app.orchestrator.loop.reply import ReplyStream
 from app.orchestrator.loop.waiting import wait_for_user
+from app.orchestrator.scheduling import runs
 from app.orchestrator.waits.cells import locked_message
 from app.threads import activity as cell
 from app.threads.fence import Fenced
@@ -350,11 +351,5 @@ async def end_open_cells(
     an answer may have ended it meanwhile): ended as failure, saying why."""
     for message in messages:
         fresh = await locked_message(session, message.thread_id, message.id)
-        if fresh is not None and cell.is_open(fresh.tool_activity):
-            activity = fresh.tool_activity or {}
-            await update_message(
-                session,
-                fresh,
-                tool_activity=cell.closed(activity, error_type=error_type, error=error),
-                content=cell.failure_content(error, error_type, activity),
-            )
+        if fresh is not None:
+            await runs.close_cell(session, fresh, error_type=error_type, error=error)

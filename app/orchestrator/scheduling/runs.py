@@ -10,6 +10,7 @@ change is announced after commit.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -41,18 +42,29 @@ async def close_open_activities(
     closed = 0
     now = utcnow()
     for message in messages:
-        if not cell.is_open(message.tool_activity):
-            continue
-        await update_message(
-            session,
-            message,
-            tool_activity=cell.closed(
-                message.tool_activity or {}, error_type=error_type, error=error, now=now
-            ),
-            content=cell.failure_content(error, error_type),
-        )
-        closed += 1
+        closed += await close_cell(session, message, error_type=error_type, error=error, now=now)
     return closed + await close_open_plan(session, run_id, error=error)
+
+
+async def close_cell(
+    session: AsyncSession,
+    message: ThreadMessage,
+    *,
+    error_type: str,
+    error: str,
+    now: datetime | None = None,
+) -> int:
+    """End `message`'s cell as failure, saying why, if it is still open (1), else 0."""
+    if not cell.is_open(message.tool_activity):
+        return 0
+    activity = message.tool_activity or {}
+    await update_message(
+        session,
+        message,
+        tool_activity=cell.closed(activity, error_type=error_type, error=error, now=now),
+        content=cell.failure_content(error, error_type),
+    )
+    return 1
 
 
 async def close_open_plan(session: AsyncSession, run_id: UUID, *, error: str) -> int:
