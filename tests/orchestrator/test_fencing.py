@@ -19,8 +19,8 @@ from prometheus_client import REGISTRY
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.db import clock
 from app.db.models import Run, RunStatus, Thread, ThreadMessage
-from app.lib.time import utcnow
 from app.orchestrator.scheduling import reaper, runs
 from app.threads import activity as cell
 from app.threads import fence
@@ -80,8 +80,9 @@ async def test_a_runner_whose_run_was_reaped_writes_nothing_more(
     thread_id, run_id, _ = await _start_gated_run(api)
     owner = api.app.state.run_worker.deps.owner
     async with session_factory() as session:  # A's lease expired; a peer's reaper fails it
+        # On the database's clock, the one the reaper reads (this host's may run behind it).
         await session.execute(
-            update(Run).where(Run.id == UUID(run_id)).values(lease_expires_at=utcnow())
+            update(Run).where(Run.id == UUID(run_id)).values(lease_expires_at=clock.now())
         )
         reaped = await reaper.reap_expired_runs(session)
         await session.commit()
