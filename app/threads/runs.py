@@ -18,6 +18,9 @@ from app.db.models import Run, RunStatus, Thread
 from app.lib.lookup import one_or_404
 from app.lib.time import utcnow
 from app.threads import changes, repository
+from app.threads.open_cells import close_open_activities
+
+CANCELLED_BY_USER = "Cancelled by the user."
 
 
 async def queue_run(
@@ -66,6 +69,10 @@ async def request_cancel(session: AsyncSession, run: Run) -> Run:
             .execution_options(synchronize_session=False, populate_existing=True)
         )
         if cancelled is not None:
+            # a parked run (back in the queue, its calls waiting) ends its cells with it
+            await close_open_activities(
+                session, cancelled.id, error_type="cancelled", error=CANCELLED_BY_USER
+            )
             changes.run_changed(session, cancelled)
             return cancelled
         await session.refresh(run)  # claimed meanwhile: now running (or already ended)

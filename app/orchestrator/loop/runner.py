@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import secrets
 from collections.abc import AsyncGenerator
 from dataclasses import replace
 from functools import lru_cache, partial
@@ -39,7 +37,7 @@ from app.orchestrator.door.llm import (
     fitted,
     stream_turn,
 )
-from app.orchestrator.loop import deadlines, planner
+from app.orchestrator.loop import deadlines, planner, resume
 from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.loop.delegation import FALLBACK_TYPE, Outcome
 from app.orchestrator.loop.history import load_history
@@ -49,25 +47,24 @@ from app.orchestrator.loop.outage import (
     database_unreachable,
     write_retrying,
 )
+from app.orchestrator.loop.pre_flight import pre_flight_turn
 from app.orchestrator.loop.preparing import PreparingCalls
 from app.orchestrator.loop.reply import ReplyStream
 from app.orchestrator.loop.tool_calls import CallOutcome, ToolCallRunner, end_open_cells
 from app.orchestrator.scheduling import runs
 from app.threads import activity as cell
-from app.threads import fence, repository
+from app.threads import fence, open_cells, repository
 from app.threads.fence import Fenced, Lease
 from app.threads.records import StoredMessage
+from app.threads.runs import CANCELLED_BY_USER
 from app.tools.assembly import get_registry
 from app.tools.base import ToolResult
-from app.tools.runtime.executor import bare_call_arguments
 from app.tools.runtime.toolsets import (
     action_limits,
     effective_tools,
     get_agent_type,
-    known_tool_names,
 )
 from app.tools.schema import narrow_actions
-from app.tools.validation import not_allowed
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +95,8 @@ class RunExecution:
     # -- lifecycle ---------------------------------------------------------------------
     async def execute(self) -> None:
         timeout = None
-        self.usage = usage.start_tally()  # the model door sums this run's calls into it
+        # the model door sums this run's calls into it (a parked run's: onto its earlier)
+        self.usage = usage.start_tally(self.run)
         fence.hold(self.lease)  # for this task and every task it starts
         try:
             state, spec, messages = await self._prepare()
@@ -109,8 +107,10 @@ class RunExecution:
         except asyncio.CancelledError:
             if (task := asyncio.current_task()) is not None:
                 task.uncancel()
+            if self.stop_reason == "shutdown" and await self._park():
+                return
             if self.stop_reason == "cancelled":
-                await self._end(RunStatus.CANCELLED, None, "cancelled", "Cancelled by the user.")
+                await self._end(RunStatus.CANCELLED, None, "cancelled", CANCELLED_BY_USER)
             else:
                 await self._end(
                     RunStatus.FAILED,
@@ -155,7 +155,7 @@ class RunExecution:
 
         async def work(session: AsyncSession) -> None:
             await self.reply.keep_streamed_text(session)
-            await runs.close_open_activities(
+            await open_cells.close_open_activities(
                 session, self.run.id, error_type=error_type, error=activity_error
             )
             spent = usage.end_values(self.usage)
@@ -221,7 +221,9 @@ class RunExecution:
         return state, spec, history
 
     async def _main(self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]) -> None:
-        if state.options.get("tool_calls"):
+        if await self._resume(state, spec):  # a parked run: its calls answered, go on
+            messages = await resume.history(self.deps, self.run, spec.agent)
+        elif state.options.get("tool_calls"):
             await self._pre_execute(state, spec, messages)
         if spec.config.planner:  # plan first, then run the plan's steps (planner.py)
             text, note = await self._follow_plan(state, spec, messages)
@@ -246,6 +248,34 @@ class RunExecution:
         alone = self.reply.message is None and not left_open
         await (self.deps.write_alone if alone else self.deps.write)(work)
         self.reply.start()  # written: nothing left for an abrupt end to keep
+
+    # -- parked: back in the queue, taken up again (scheduling/parking.py, resume.py) -----
+    async def _park(self) -> bool:
+        """At shutdown, a run that only waits for the user or the phone goes back to the
+        queue (True: parked, or fenced: not ours to end either way)."""
+        self._ending = True
+        try:
+            await self.reply.settle()
+            await self.deps.settle()  # the cancelled calls' writes land first
+            return await resume.park(self.deps, self.lease, usage.end_values(self.usage))
+        except Fenced:
+            self.stop_reason = "fenced"
+            self._report_fenced()
+            return True
+        except Exception:
+            logger.exception("could not park run %s", self.run.id)
+            return False
+
+    async def _resume(self, state: RunState, spec: LoopSpec) -> bool:
+        """A parked run's open calls waited on (or run) again; False: a run not parked."""
+        async with self.deps.read_sessions() as session:
+            found = await resume.open_calls(session, self.run.id)
+        if found is None:
+            return False
+        state.calls_made = found.made - len(found.calls)  # planning counts these again
+        calls = ToolCallRunner(self.deps, state, self.reply, partial(self._loop, state))
+        await calls.resume_turn(spec, found.calls, found.messages)
+        return True
 
     # -- the loop ------------------------------------------------------------------------
     def _tools_for(self, spec: LoopSpec) -> list[dict[str, Any]]:
@@ -323,30 +353,9 @@ class RunExecution:
     async def _pre_execute(
         self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]
     ) -> None:
-        """Request metadata `tool_calls`: run before the model, results in its context;
-        a call that cannot be made (`refused`, by index) fails with the reason."""
-        calls, refused = [], {}
-        for index, item in enumerate(state.options["tool_calls"]):
-            name = item if isinstance(item, str) else item.get("name", "")
-            given = {} if isinstance(item, str) else item.get("args") or {}
-            if _outside_allow_list(name, spec):
-                args: dict[str, Any] | ToolResult = not_allowed(
-                    name, [*spec.allowed, *spec.delegates]
-                )
-            elif isinstance(item, str):  # by name alone: its no-argument action, or an error
-                args = bare_call_arguments(get_registry(), item)
-            else:
-                args = given
-            if isinstance(args, ToolResult):
-                refused[index], args = args, given
-            calls.append(
-                {
-                    "id": f"call_pre_{secrets.token_hex(6)}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args)},
-                }
-            )
-        await self._execute_turn(state, spec, ModelTurn(tool_calls=calls), messages, None, refused)
+        """Request metadata `tool_calls`: run before the model (pre_flight.py)."""
+        turn, refused = pre_flight_turn(state, spec)
+        await self._execute_turn(state, spec, turn, messages, None, refused)
 
     async def _execute_turn(
         self,
@@ -389,11 +398,3 @@ def _function_definitions(names: tuple[str, ...], generation: tuple[int, ...] = 
     """Generating JSON Schemas takes milliseconds; builtin tools do not change in a process,
     MCP servers' tools may (`generation` changes with them: app/tools/mcp/catalog.py)."""
     return msgspec.json.encode(get_registry().function_definitions(names))
-
-
-def _outside_allow_list(name: str, spec: LoopSpec) -> bool:
-    """A tool that exists but that this run may not use (the request's `tools`, the
-    agent's toolset): refused as not allowed, not as unknown."""
-    if name in spec.allowed or name in spec.delegates:
-        return False
-    return name in known_tool_names() or name in spec.disabled_delegates

@@ -38,9 +38,9 @@ from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.loop.input_requests import ask_user
 from app.orchestrator.loop.reply import ReplyStream
 from app.orchestrator.loop.waiting import wait_for_user
-from app.orchestrator.scheduling import runs
 from app.orchestrator.waits.cells import locked_message
 from app.threads import activity as cell
+from app.threads import open_cells
 from app.threads.fence import Fenced
 from app.threads.records import StoredMessage
 from app.threads.writer import create_messages, creates_alone, update_message
@@ -108,16 +108,34 @@ class ToolCallRunner:
         """Plan the calls, record them in one commit, run them concurrently. `refused`
         (by index) fail at once with the given self-correcting result; `prepared` (by
         index) are the calls' cells shown while the model wrote them (preparing.py)."""
+        rules = self._rules(spec)
+        planned = plan_turn(turn.tool_calls, rules, self.state, step_id=step_id, refused=refused)
+        recorded = await self._record(spec, turn, planned, prepared or {})
+        return await self._run_all(spec, planned, recorded)
+
+    async def resume_turn(
+        self, spec: LoopSpec, calls: list[dict[str, Any]], messages: list[ThreadMessage]
+    ) -> list[CallOutcome]:
+        """A parked run's open calls (resume.py), planned again: each waits for its answer
+        (or runs, approved meanwhile) on its stored message. A call that would no longer
+        wait (the agent's tools changed while it was parked) fails: it never runs unasked."""
+        planned = [_still_waiting(call) for call in plan_turn(calls, self._rules(spec), self.state)]
+        deadlines.opened(messages)
+        return await self._run_all(spec, planned, messages)
+
+    def _rules(self, spec: LoopSpec) -> TurnRules:
         settings = self.deps.settings
-        rules = TurnRules(
+        return TurnRules(
             spec,
             spec.config.tool_call_budget,
             approval_seconds=settings.approval_ttl_seconds,
             max_depth=settings.delegation_max_depth,
         )
-        planned = plan_turn(turn.tool_calls, rules, self.state, step_id=step_id, refused=refused)
-        recorded = await self._record(spec, turn, planned, prepared or {})
-        pairs = zip(planned, recorded, strict=True)
+
+    async def _run_all(
+        self, spec: LoopSpec, planned: list[PlannedCall], messages: list[ThreadMessage]
+    ) -> list[CallOutcome]:
+        pairs = zip(planned, messages, strict=True)
         # A task group, not gather: on a cancel (or a lost lease) every call has ended
         # before this returns, inside the run's deadline, so no call outlives its run.
         try:
@@ -352,4 +370,15 @@ async def end_open_cells(
     for message in messages:
         fresh = await locked_message(session, message.thread_id, message.id)
         if fresh is not None:
-            await runs.close_cell(session, fresh, error_type=error_type, error=error)
+            await open_cells.close_cell(session, fresh, error_type=error_type, error=error)
+
+
+CHANGED_WHILE_PARKED = "The agent's tools changed while this call waited; it was not made."
+
+
+def _still_waiting(call: PlannedCall) -> PlannedCall:
+    if isinstance(call, AwaitsApproval | AwaitsDevice | Refused):
+        return call
+    result = ToolResult.failure(CHANGED_WHILE_PARKED, "system_error")
+    shown = {"id": call.id, "name": call.name, "arguments": call.arguments, "input": call.input}
+    return Refused(**shown, step_id=call.step_id, result=result)

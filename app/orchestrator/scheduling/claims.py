@@ -223,7 +223,8 @@ def _claim_statement(postgres: bool, fair: bool = False):
             lease_owner=bindparam("owner"),
             lease_expires_at=bindparam("expires"),
             lease_epoch=_runs.c.lease_epoch + 1,  # the new lease's fencing token
-            started_at=bindparam("now"),
+            # a parked run taken up again keeps the time it first started
+            started_at=func.coalesce(_runs.c.started_at, bindparam("now")),
             updated_at=bindparam("now"),  # the claim's own time, as started_at
         )
         .returning(*_runs.c)

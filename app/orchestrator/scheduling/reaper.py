@@ -5,6 +5,8 @@ seconds, judged on the database's clock: app/db/clock.py); its process, on this 
 no longer exists (once, at start: a crash or a restart need not wait out its lease); its
 heartbeat stopped (heartbeats.py). Each reaping UPDATE … RETURNING fails a run for
 exactly one reaper and raises its lease epoch, so its runner's later writes are refused.
+A parked run (it only waits for the user or the phone) is put back in the queue instead,
+under a new epoch too (parking.py).
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from app.db import clock
 from app.db.models import Run, RunStatus, runner_heartbeats
 from app.lib.background import BackgroundService
 from app.lib.time import utcnow
+from app.orchestrator.scheduling.parking import requeue_parked
 from app.orchestrator.scheduling.runner_db import RunnerDatabase
-from app.orchestrator.scheduling.runs import INTERRUPTED, close_open_activities
+from app.orchestrator.scheduling.runs import INTERRUPTED
 from app.settings import Settings
 from app.threads import changes
+from app.threads.open_cells import close_open_activities
 
 logger = logging.getLogger(__name__)
 # On shutdown, a reaping under way finishes first; one that takes longer is cancelled.
@@ -159,7 +163,10 @@ async def _fail_running(
     session: AsyncSession, condition: Any, error: str, activity_error: str
 ) -> list[Run]:
     """Fail the running runs matching `condition` (one UPDATE … RETURNING: each run is
-    failed by exactly one caller) and close their open activities."""
+    failed by exactly one caller) and close their open activities. A parked run (it only
+    waits for the user or the phone) goes back to the queue instead (parking.py)."""
+    for run in await requeue_parked(session, condition):
+        logger.info("run %s: parked when its process went, back in the queue", run.id)
     failed = list(
         await session.scalars(
             update(Run)

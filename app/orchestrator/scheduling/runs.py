@@ -10,7 +10,6 @@ change is announced after commit.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -18,68 +17,16 @@ from sqlalchemy import bindparam, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import direct
-from app.db.models import Run, RunStatus, ThreadMessage
+from app.db.models import Run, RunStatus
 from app.lib.time import utcnow
 from app.threads import activity as cell
-from app.threads import changes, repository
-from app.threads import plan as plan_cell
+from app.threads import changes
 from app.threads.fence import Fenced, Lease
 from app.threads.records import StoredRun, stored_runs
-from app.threads.writer import create_message_with, update_message
+from app.threads.writer import create_message_with
 
 INTERRUPTED = cell.INTERRUPTED
 _runs = Run.__table__
-
-
-async def close_open_activities(
-    session: AsyncSession, run_id: UUID, *, error_type: str, error: str
-) -> int:
-    """End every in_progress / awaiting_approval tool activity of a run as failure, and
-    its open plan cell, if any."""
-    messages = await session.scalars(
-        repository.run_tool_messages(run_id).execution_options(populate_existing=True)
-    )
-    closed = 0
-    now = utcnow()
-    for message in messages:
-        closed += await close_cell(session, message, error_type=error_type, error=error, now=now)
-    return closed + await close_open_plan(session, run_id, error=error)
-
-
-async def close_cell(
-    session: AsyncSession,
-    message: ThreadMessage,
-    *,
-    error_type: str,
-    error: str,
-    now: datetime | None = None,
-) -> int:
-    """End `message`'s cell as failure, saying why, if it is still open (1), else 0."""
-    if not cell.is_open(message.tool_activity):
-        return 0
-    activity = message.tool_activity or {}
-    await update_message(
-        session,
-        message,
-        tool_activity=cell.closed(activity, error_type=error_type, error=error, now=now),
-        content=cell.failure_content(error, error_type),
-    )
-    return 1
-
-
-async def close_open_plan(session: AsyncSession, run_id: UUID, *, error: str) -> int:
-    """A planner run that ended before its plan did: the plan cell says so (plan.py)."""
-    messages = await session.scalars(
-        repository.run_messages(run_id)
-        .where(ThreadMessage.role == "assistant")
-        .execution_options(populate_existing=True)
-    )
-    closed = 0
-    for message in messages:
-        if plan_cell.is_open(message.plan):
-            await update_message(session, message, plan=plan_cell.closed(message.plan or {}, error))
-            closed += 1
-    return closed
 
 
 async def finish_run(

@@ -55,6 +55,8 @@ DEVICE = Wait(
 
 EXPIRY_ERRORS = frozenset({cell.EXPIRED, cell.DEVICE_EXPIRED, cell.INPUT_EXPIRED})
 ENDINGS = frozenset({"cancelled"})  # a cancelled run or call: no one answered
+# what ended the call closed its cell: its delegation ended, its run was interrupted
+CLOSED_UNANSWERED = frozenset({cell.DELEGATION_ENDED, cell.INTERRUPTED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +102,7 @@ def too_late(wait: Wait, activity: dict[str, Any]) -> str:
     if activity.get("error") in EXPIRY_ERRORS:
         return wait.expired
     if cell.status_of(activity) == cell.FAILURE and (
-        activity.get("error_type") in ENDINGS or activity.get("error") == cell.DELEGATION_ENDED
+        activity.get("error_type") in ENDINGS or activity.get("error") in CLOSED_UNANSWERED
     ):
         return wait.ended
     return wait.answered
