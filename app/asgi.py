@@ -50,6 +50,7 @@ from app.threads import run_metrics
 from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
+from app.timers.plugin import TimersPlugin
 from app.tools.assembly import get_registry
 from app.tools.controllers import ToolController
 from app.tools.mcp.credentials import CREDENTIALS
@@ -138,6 +139,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
             PushPlugin(settings, db_config),
+            TimersPlugin(settings, db_config),  # after push: its reminders are pushes
             # remote MCP servers' tools (app/tools/mcp/); per-user ones: app/connections/
             McpPlugin(settings, get_registry(), on_catalog=[PerUserServers(settings, db_config)]),
             *observability_plugins(settings),  # request ids, logs, /metrics, traces

@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("orchestrator loop", ("app.orchestrator.loop",)),
     ("orchestrator", ("app.orchestrator.worker", "app.orchestrator.plugin")),
     ("push", ("app.push",)),
+    ("timers", ("app.timers",)),
     ("realtime", ("app.realtime",)),
     ("openai_compat", ("app.openai_compat",)),
     (
