@@ -51,6 +51,7 @@ from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
 from app.timers.plugin import TimersPlugin
+from app.timers.schedule_controllers import ScheduleController
 from app.tools.assembly import get_registry
 from app.tools.controllers import ToolController
 from app.tools.mcp.credentials import CREDENTIALS
@@ -72,6 +73,7 @@ ROUTES = [
     WaitAnswerController,
     RunController,
     TaskController,
+    ScheduleController,
     DeviceController,
     LiveActivityController,
     realtime_socket,

@@ -91,6 +91,19 @@ def task_reminder(
     _add(session, PushEvent(kind="task_reminder", event_key=key, user_id=owner_id, data=data))
 
 
+def schedule_paused(
+    session: AsyncSession, schedule_id: UUID, owner_id: UUID, thread_id: UUID
+) -> None:
+    """A schedule's runs kept failing and it was paused (in this transaction): tell its
+    owner, once per pause."""
+    key = f"schedule-paused:{schedule_id}:{clock.now().isoformat()}"
+    data = {"schedule_id": str(schedule_id)}
+    event = PushEvent(
+        kind="schedule_paused", event_key=key, user_id=owner_id, thread_id=thread_id, data=data
+    )
+    _add(session, event)
+
+
 def _waiting_event(message: ThreadMessage, key: str, data: dict[str, Any]) -> PushEvent:
     return PushEvent(
         kind="tool_waiting",

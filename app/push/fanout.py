@@ -153,7 +153,10 @@ async def _deliveries(
     if event.kind == "run_ended":
         rows += await _end_live_activities(session, settings, event, now)
     alert = await _alert(session, event, title, last_seq)
-    if alert is not None and not await presence.is_present(session, owner_id, event.thread_id):
+    watching = event.kind != "schedule_paused" and await presence.is_present(
+        session, owner_id, event.thread_id
+    )
+    if alert is not None and not watching:
         for device in await session.scalars(repository.user_devices(owner_id)):
             rows.append(
                 _alert_row(event, device, alert.payload, alert.collapse_id, alert.expiration, now)
@@ -185,6 +188,10 @@ async def _alert(
                 error=data.get("error"),
             )
         return None  # cancelled: the user did it
+    if event.kind == "schedule_paused":
+        return payloads.schedule_paused(
+            thread_id=event.thread_id, schedule_id=data["schedule_id"], seq=last_seq, title=title
+        )
     if event.kind == "tool_waiting" and event.message_id is not None:
         message = await session.get(ThreadMessage, event.message_id)
         if message is None or cell.status_of(message.tool_activity) != data.get("status"):

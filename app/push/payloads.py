@@ -30,6 +30,9 @@ WAIT_KINDS = {
 }
 # actions: complete, snooze_10m, snooze_1h, snooze_tomorrow (POST /api/tasks/{id}/reminder-answer)
 REMINDER_CATEGORY = "TASK_REMINDER"
+SCHEDULE_CATEGORY = (
+    "SCHEDULE_PAUSED"  # opens the schedule (resume: POST /api/schedules/{id}/resume)
+)
 ANSWER_CATEGORY = "RUN_COMPLETED"
 FAILURE_CATEGORY = "RUN_FAILED"
 
@@ -186,6 +189,18 @@ def task_reminder(
     }
     payload = {"aps": aps, **fields}
     return Alert(payload=payload, collapse_id=f"task-{task_id}", expiration=expiration)
+
+
+def schedule_paused(*, thread_id: UUID, schedule_id: str, seq: int, title: str) -> Alert:
+    """A schedule on the thread was paused because its runs kept failing."""
+    alert = {"title": title, "loc-key": "SCHEDULE_PAUSED_BODY", "loc-args": [title]}
+    fields = {
+        "kind": "schedule_paused",
+        "schedule_id": schedule_id,
+        **_ids(thread_id, None, None, seq),
+    }
+    expiration = int(time.time()) + ANSWER_TTL_SECONDS
+    return _thread_alert(thread_id, SCHEDULE_CATEGORY, alert, fields, expiration=expiration)
 
 
 def test_alert() -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Settings of things due at a time: task reminders (when a late one is still sent)."""
+"""Settings of things due at a time: task reminders (when a late one is still sent) and
+scheduled runs (how many, how often, how many failures)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from app.settings.base import NonNegativeFloat, PositiveFloat
+from app.settings.base import NonNegativeFloat, PositiveFloat, PositiveInt
 
 
 @dataclass(frozen=True)
@@ -31,3 +32,14 @@ class TimerSettings:
             "notices one set in another process"
         ),
     ] = 60.0
+    schedules_per_user: Annotated[
+        PositiveInt, Meta(description="schedules one user may have (paused ones count)")
+    ] = 20
+    schedule_min_interval_seconds: Annotated[
+        NonNegativeFloat,
+        Meta(description="the shortest gap a recurring schedule may leave between two runs"),
+    ] = 900.0
+    schedule_max_failures: Annotated[
+        PositiveInt,
+        Meta(description="a schedule whose runs failed this many times in a row is paused"),
+    ] = 3

@@ -1,6 +1,6 @@
-"""Starts the reminder scheduler with the app when push is on (a reminder is a push:
-with push off, pending reminders wait, and are sent or dropped by the lateness rule
-once it is on)."""
+"""Starts the timer scheduler with the app: scheduled runs always, task reminders when
+push is on (a reminder is a push: with push off, pending reminders wait, and are sent or
+dropped by the lateness rule once it is on)."""
 
 from __future__ import annotations
 
@@ -29,18 +29,20 @@ class TimersPlugin(InitPluginProtocol):
 
     @asynccontextmanager
     async def _timers(self, app: Litestar) -> AsyncIterator[None]:
-        if not self.settings.push_enabled:
-            yield
+        if not self.settings.runner_enabled:
+            yield  # a process that runs no runs (tests, a web-only host) fires nothing
             return
-        from app.timers.reminders import ReminderScheduler
+        from app.timers.scheduler import TimerScheduler
 
         engine = self.db_config.get_engine()
-        sessions = async_sessionmaker(engine, expire_on_commit=False)
-        scheduler = ReminderScheduler(
-            self.settings, sessions, postgres=engine.dialect.name == "postgresql"
+        scheduler = TimerScheduler(
+            self.settings,
+            async_sessionmaker(engine, expire_on_commit=False),
+            postgres=engine.dialect.name == "postgresql",
+            send_reminders=self.settings.push_enabled,
         )
         scheduler.start()
-        app.state.reminder_scheduler = scheduler
+        app.state.timer_scheduler = scheduler
         try:
             yield
         finally:

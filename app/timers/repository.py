@@ -1,4 +1,4 @@
-"""The reminder scheduler's statements: the claim of due reminders, the next one's time."""
+"""The timers' statements: the claims of due reminders and schedules, the next times."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from typing import Any
 
 from sqlalchemy import Select, bindparam, func, select, update
 
-from app.db.models import Task
+from app.db.models import Schedule, Task
 
 BATCH = 200
+SCHEDULE_BATCH = 20  # each starts a run: a few statements apiece
 
 
 @lru_cache(maxsize=2)
@@ -40,3 +41,28 @@ def claim_due_reminders(postgres: bool) -> Any:
 def next_reminder() -> Select[Any]:
     """The earliest pending reminder's time (an index lookup: `ix_tasks_remind_at`)."""
     return select(func.min(Task.remind_at))
+
+
+@lru_cache(maxsize=2)
+def claim_due_schedules(postgres: bool) -> Any:
+    """Due schedules, claimed like reminders: `next_run_at` moves to `last_run_at` (the
+    time they were due, returned), so no other scheduler sees them due."""
+    due = (
+        select(Schedule.id)
+        .where(Schedule.next_run_at <= bindparam("now"))
+        .order_by(Schedule.next_run_at)
+        .limit(SCHEDULE_BATCH)
+    )
+    if postgres:
+        due = due.with_for_update(skip_locked=True)
+    return (
+        update(Schedule)
+        .where(Schedule.id.in_(due.scalar_subquery()), Schedule.next_run_at.is_not(None))
+        .values(last_run_at=Schedule.next_run_at, next_run_at=None)
+        .returning(Schedule.id, Schedule.last_run_at)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def next_schedule() -> Select[Any]:
+    return select(func.min(Schedule.next_run_at))

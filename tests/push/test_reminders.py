@@ -18,7 +18,7 @@ from app.db import clock
 from app.db.models import Task
 from app.lib.schema import served_timestamp
 from app.tasks import services
-from app.timers.reminders import ReminderScheduler
+from app.timers.scheduler import TimerScheduler
 from tests.orchestrator.support import OrchestratorApi
 from tests.push.conftest import BUNDLE, register_device
 from tests.realtime.support import WsClient
@@ -66,17 +66,17 @@ async def _answer(api: OrchestratorApi, task_id: UUID | str, action: str, **more
 @pytest.fixture
 async def second_scheduler(
     api: OrchestratorApi, session_factory: async_sessionmaker[AsyncSession], dialect: str
-) -> AsyncIterator[ReminderScheduler]:
+) -> AsyncIterator[TimerScheduler]:
     """Another host's scheduler on the same database: its own engine, the same rows."""
-    settings = api.app.state.reminder_scheduler.settings
-    scheduler = ReminderScheduler(settings, session_factory, postgres=dialect == "postgresql")
+    settings = api.app.state.timer_scheduler.settings
+    scheduler = TimerScheduler(settings, session_factory, postgres=dialect == "postgresql")
     scheduler.start()
     yield scheduler
     await scheduler.stop()
 
 
 async def test_a_reminder_the_agent_set_is_pushed_once_at_its_time_by_two_schedulers(
-    api: OrchestratorApi, fake_apns: FakeApns, second_scheduler: ReminderScheduler
+    api: OrchestratorApi, fake_apns: FakeApns, second_scheduler: TimerScheduler
 ) -> None:
     device = await register_device(api)
     # A whole second (the tool's input has no fraction), 1.5 to 2.5 s from now.
@@ -128,7 +128,7 @@ async def test_snooze_fires_again_and_complete_reaches_another_device_live(
     soon = clock.now() + timedelta(seconds=0.3)
     await api.db.execute(update(Task).where(Task.id == task.id).values(remind_at=soon))
     await api.db.commit()
-    api.app.state.reminder_scheduler.wake()
+    api.app.state.timer_scheduler.wake()
     await _wait_reminders(fake_apns, 2)
     assert [r.payload["task_id"] for r in _reminders(fake_apns)] == [str(task.id)] * 2
     assert (await _row(api, task.id)).reminded_at == soon  # the snoozed one, sent
@@ -170,7 +170,7 @@ async def test_after_downtime_late_reminders_go_marked_and_stale_ones_are_droppe
     for task, ago in ((late, timedelta(minutes=10)), (stale, timedelta(hours=7))):
         await api.db.execute(update(Task).where(Task.id == task.id).values(remind_at=now - ago))
     await api.db.commit()
-    api.app.state.reminder_scheduler.wake()  # as a restarted process's first round
+    api.app.state.timer_scheduler.wake()  # as a restarted process's first round
 
     (push,) = await _wait_reminders(fake_apns, 1)
     await asyncio.sleep(QUIET)
