@@ -44,6 +44,7 @@ from app.push.controllers import LiveActivityController
 from app.push.plugin import PushPlugin
 from app.realtime.channels import RealtimeChannels
 from app.realtime.socket import realtime_socket
+from app.schedules.controllers import ScheduleController
 from app.settings import Settings, get_settings
 from app.tasks.controllers import TaskController
 from app.threads import run_metrics
@@ -51,7 +52,6 @@ from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
 from app.timers.plugin import TimersPlugin
-from app.timers.schedule_controllers import ScheduleController
 from app.tools.assembly import get_registry
 from app.tools.controllers import ToolController
 from app.tools.mcp.credentials import CREDENTIALS

@@ -25,10 +25,11 @@ from app.db import clock
 from app.db.models import Run, Schedule, Thread
 from app.lib.problems import ProblemException
 from app.push import events
+from app.schedules import services as schedules
 from app.settings import Settings
 from app.threads.messages import post_user_message
 from app.threads.schemas import MessageCreate
-from app.timers import repository, schedules
+from app.timers import repository
 
 logger = logging.getLogger(__name__)
 

@@ -79,8 +79,11 @@ async def test_a_reminder_the_agent_set_is_pushed_once_at_its_time_by_two_schedu
     api: OrchestratorApi, fake_apns: FakeApns, second_scheduler: TimerScheduler
 ) -> None:
     device = await register_device(api)
-    # A whole second (the tool's input has no fraction), 1.5 to 2.5 s from now.
-    due = (clock.now() + timedelta(seconds=1.5)).replace(microsecond=0) + timedelta(seconds=1)
+    # A whole second (the tool's input has no fraction), 2.5 to 3.5 s from now: a time
+    # already past when the task is written arms nothing, and a loaded CI host is slow.
+    due = (clock.now() + timedelta(seconds=2.5)).replace(microsecond=0) + timedelta(seconds=1)
+    # Twenty more due at the same instant: the two schedulers race for every one.
+    others = [await _add_task(api, due_in=(due - clock.now()).total_seconds()) for _ in range(20)]
     create = {"action": "create", "title": "Buy milk", "due_at": served_timestamp(due)}
     api.llm.script(ToolCalls(Call("tasks", create)), Text("I will remind you."))
     thread_id, run = await api.turn("Remind me to buy milk in two seconds")
@@ -88,8 +91,6 @@ async def test_a_reminder_the_agent_set_is_pushed_once_at_its_time_by_two_schedu
     (cell,) = await api.tool_messages(thread_id)
     task_id = cell["tool_activity"]["data"]["task_id"]
     assert cell["tool_activity"]["data"]["remind_at"] == served_timestamp(due)
-    # Twenty more due at the same instant: the two schedulers race for every one.
-    others = [await _add_task(api, due_in=(due - clock.now()).total_seconds()) for _ in range(20)]
 
     await _wait_reminders(fake_apns, 1)
     assert clock.now() >= due  # not before its time

@@ -22,7 +22,7 @@ from tests.conftest import make_api_user
 from tests.orchestrator.support import OrchestratorApi
 from tests.push.conftest import register_device
 from tests.support.fake_apns import FakeApns
-from tests.support.fake_llm import Error, Text
+from tests.support.fake_llm import Call, Error, Text, ToolCalls
 
 
 async def _create(api: OrchestratorApi, headers: dict | None = None, **body: Any) -> Any:
@@ -176,3 +176,30 @@ async def test_a_schedule_whose_runs_keep_failing_is_paused_and_its_owner_told(
     assert paused["status"] == "paused" and paused["next_run_at"] is None
     assert paused["paused_reason"] == f"Its last {failures} runs failed."
     assert len(await _runs(api, thread_id)) == failures
+
+
+async def test_the_agent_lists_and_creates_schedules_with_the_users_approval(
+    api: OrchestratorApi,
+) -> None:
+    create = {"action": "create", "prompt": "Give me the news", "kind": "cron",
+              "rule": "0 8 * * 1-5", "time_zone": "Europe/Berlin"}  # fmt: skip
+    api.llm.script(
+        ToolCalls(Call("schedules", create)),
+        ToolCalls(Call("schedules", {"action": "list"})),
+        Text("Every weekday at 8."),
+    )
+    agent = await api.add_agent(name="Aide", agent_type="assistant", enabled_tools=["schedules"])
+    thread_id = await api.new_thread(agent.id)
+    run_id = (await api.post(thread_id, "Every weekday at 8, give me the news")).json()["run"]["id"]
+    waiting = await api.wait_activity("awaiting_approval", "schedules")
+    assert await api.db.scalar(select(func.count()).select_from(Schedule)) == 0  # not yet
+    assert (await api.decide(thread_id, waiting["id"], approve=True)).status_code == 200
+    run = await api.wait_run(thread_id, run_id)
+    assert run["status"] == "completed"
+    created, listed = [m["tool_activity"] for m in await api.tool_messages(thread_id)]
+    assert created["status"] == "success"
+    assert created["data"]["schedule"]["thread_id"] == thread_id
+    assert created["data"]["schedule"]["next_run_at"].endswith(("T07:00:00Z", "T06:00:00Z"))
+    assert listed["data"]["count"] == 1
+    schedules = (await api.client.get("/api/schedules", headers=api.headers)).json()["items"]
+    assert [s["rule"] for s in schedules] == ["0 8 * * 1-5"]

@@ -21,10 +21,10 @@ from app.db import clock
 from app.db.models import Schedule, Thread, User
 from app.db.outbox import on_commit
 from app.lib.problems import ProblemException
+from app.schedules import times as schedule_times
+from app.schedules.schemas import ScheduleCreate, ScheduleRead, ScheduleUpdate
 from app.settings import Settings
 from app.tasks import reminders
-from app.timers import schedule_times
-from app.timers.schedule_schemas import ScheduleCreate, ScheduleRead, ScheduleUpdate
 
 LIST_LIMIT = 100  # the per-user limit is lower: a list is one page
 GAP_SAMPLES = 6  # times checked for the minimum gap

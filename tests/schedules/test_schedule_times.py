@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.timers.schedule_times import BadSchedule, check_rule, next_times
+from app.schedules.times import BadSchedule, check_rule, next_times
 
 BERLIN = "Europe/Berlin"
 # Berlin springs forward on 2026-03-29 (02:00 CET -> 03:00 CEST) and falls back on

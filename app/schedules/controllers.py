@@ -10,9 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.accounts.deps import SignedInController
 from app.db.models import User
 from app.lib.problems import problems
+from app.schedules import services as schedules
+from app.schedules.schemas import ScheduleCreate, SchedulePage, ScheduleRead, ScheduleUpdate
 from app.settings import Settings
-from app.timers import schedules
-from app.timers.schedule_schemas import ScheduleCreate, SchedulePage, ScheduleRead, ScheduleUpdate
 
 
 class ScheduleController(SignedInController):
