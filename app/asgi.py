@@ -44,12 +44,14 @@ from app.push.controllers import LiveActivityController
 from app.push.plugin import PushPlugin
 from app.realtime.channels import RealtimeChannels
 from app.realtime.socket import realtime_socket
+from app.schedules.controllers import ScheduleController
 from app.settings import Settings, get_settings
 from app.tasks.controllers import TaskController
 from app.threads import run_metrics
 from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
+from app.timers.plugin import TimersPlugin
 from app.tools.assembly import get_registry
 from app.tools.controllers import ToolController
 from app.tools.mcp.credentials import CREDENTIALS
@@ -71,6 +73,7 @@ ROUTES = [
     WaitAnswerController,
     RunController,
     TaskController,
+    ScheduleController,
     DeviceController,
     LiveActivityController,
     realtime_socket,
@@ -138,6 +141,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
             PushPlugin(settings, db_config),
+            TimersPlugin(settings, db_config),  # after push: its reminders are pushes
             # remote MCP servers' tools (app/tools/mcp/); per-user ones: app/connections/
             McpPlugin(settings, get_registry(), on_catalog=[PerUserServers(settings, db_config)]),
             *observability_plugins(settings),  # request ids, logs, /metrics, traces

@@ -69,6 +69,9 @@ class TaskFactory(SQLAlchemyFactory[Task]):
     notes = None
     due_at = None
     completed_at = None
+    remind_before_seconds = None
+    remind_at = None
+    reminded_at = None
     agent_id = None
     thread_id = None
 

@@ -32,7 +32,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tools runtime", ("app.tools.runtime",)),
     (
         "domains",
-        ("app.accounts", "app.agents", "app.tasks", "app.memories", "app.devices", "app.usage"),
+        (
+            "app.accounts", "app.agents", "app.tasks", "app.schedules", "app.memories",
+            "app.devices", "app.usage",
+        ),
     ),
     ("tool kinds", ("app.tools.builtin", "app.tools.mcp")),
     ("tools assembly", ("app.tools.assembly",)),
@@ -44,6 +47,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("orchestrator loop", ("app.orchestrator.loop",)),
     ("orchestrator", ("app.orchestrator.worker", "app.orchestrator.plugin")),
     ("push", ("app.push",)),
+    ("timers", ("app.timers",)),
     ("realtime", ("app.realtime",)),
     ("openai_compat", ("app.openai_compat",)),
     (

@@ -76,6 +76,11 @@ PUSH_EVENT_FAILURES = Counter(
     "Push events whose fan-out failed, by what became of them (retry, dead_lettered)",
     ["outcome"],
 )
+REMINDERS = Counter(
+    f"{PREFIX}_reminders",
+    "Task reminders claimed when due, by what became of them (sent, dropped: too late)",
+    ["outcome"],
+)
 FENCED = Counter(
     f"{PREFIX}_fenced",
     "Holders stopped because the database refused a write under a lease no longer theirs "
@@ -236,6 +241,14 @@ def push_event_failed(outcome: str) -> None:
     """A push event's fan-out failed: `retry` (it goes again after a backoff) or
     `dead_lettered` (its attempts are spent; it is never tried again)."""
     PUSH_EVENT_FAILURES.labels(outcome).inc()
+
+
+def reminders_fired(sent: int, dropped: int) -> None:
+    """Due task reminders claimed: `sent` became pushes, `dropped` were past the lateness."""
+    if sent:
+        REMINDERS.labels("sent").inc(sent)
+    if dropped:
+        REMINDERS.labels("dropped").inc(dropped)
 
 
 # -- limits and their use (read on scrape) ----------------------------------------------

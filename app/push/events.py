@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -78,6 +79,29 @@ def tool_waits(session: AsyncSession, message: ThreadMessage) -> None:
         )
         reminder.next_attempt_at = remind_at  # not fanned out before then
         _add(session, reminder)
+
+
+def task_reminder(
+    session: AsyncSession, task_id: UUID, owner_id: UUID, remind_at: datetime, *, late: bool
+) -> None:
+    """A task's reminder is due (the scheduler claimed it in this transaction): an alert
+    to every device of its owner, once per reminder time (a snooze is a new one)."""
+    key = f"reminder:{task_id}:{remind_at.isoformat()}"
+    data = {"task_id": str(task_id), "remind_at": remind_at.isoformat(), "late": late}
+    _add(session, PushEvent(kind="task_reminder", event_key=key, user_id=owner_id, data=data))
+
+
+def schedule_paused(
+    session: AsyncSession, schedule_id: UUID, owner_id: UUID, thread_id: UUID
+) -> None:
+    """A schedule's runs kept failing and it was paused (in this transaction): tell its
+    owner, once per pause."""
+    key = f"schedule-paused:{schedule_id}:{clock.now().isoformat()}"
+    data = {"schedule_id": str(schedule_id)}
+    event = PushEvent(
+        kind="schedule_paused", event_key=key, user_id=owner_id, thread_id=thread_id, data=data
+    )
+    _add(session, event)
 
 
 def _waiting_event(message: ThreadMessage, key: str, data: dict[str, Any]) -> PushEvent:

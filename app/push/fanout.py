@@ -23,7 +23,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db import clock
-from app.db.models import PushEvent, ThreadMessage
+from app.db.models import PushEvent, Task, ThreadMessage
 from app.observability import metrics
 from app.push import live_activities, payloads, presence, repository
 from app.settings import Settings
@@ -140,6 +140,8 @@ async def _deliveries(
     if event.kind == "test":
         devices = await session.scalars(repository.user_devices(event.user_id))
         return [_alert_row(event, d, payloads.test_alert(), None, 0, now) for d in devices]
+    if event.kind == "task_reminder":
+        return await _task_reminder(session, settings, event, now)
     if event.thread_id is None:
         return []
     heading = (await session.execute(repository.thread_heading(event.thread_id))).first()
@@ -151,7 +153,10 @@ async def _deliveries(
     if event.kind == "run_ended":
         rows += await _end_live_activities(session, settings, event, now)
     alert = await _alert(session, event, title, last_seq)
-    if alert is not None and not await presence.is_present(session, owner_id, event.thread_id):
+    watching = event.kind != "schedule_paused" and await presence.is_present(
+        session, owner_id, event.thread_id
+    )
+    if alert is not None and not watching:
         for device in await session.scalars(repository.user_devices(owner_id)):
             rows.append(
                 _alert_row(event, device, alert.payload, alert.collapse_id, alert.expiration, now)
@@ -183,6 +188,10 @@ async def _alert(
                 error=data.get("error"),
             )
         return None  # cancelled: the user did it
+    if event.kind == "schedule_paused":
+        return payloads.schedule_paused(
+            thread_id=event.thread_id, schedule_id=data["schedule_id"], seq=last_seq, title=title
+        )
     if event.kind == "tool_waiting" and event.message_id is not None:
         message = await session.get(ThreadMessage, event.message_id)
         if message is None or cell.status_of(message.tool_activity) != data.get("status"):
@@ -199,6 +208,33 @@ async def _alert(
             reminder=bool(data.get("reminder")),
         )
     return None
+
+
+async def _task_reminder(
+    session: AsyncSession, settings: Settings, event: PushEvent, now: datetime
+) -> list[dict[str, Any]]:
+    """To every device of the owner, watching or not (a reminder is no thread's news);
+    nothing if the task was completed or deleted since the claim."""
+    data = event.data or {}
+    task = await session.get(Task, UUID(data["task_id"]))
+    if task is None or task.status != "active":
+        return []
+    remind_at = datetime.fromisoformat(data["remind_at"])
+    lateness = timedelta(seconds=settings.reminder_max_lateness_seconds)
+    alert = payloads.task_reminder(
+        task_id=task.id,
+        title=task.title,
+        due_at=task.due_at,
+        remind_at=remind_at,
+        late=bool(data.get("late")),
+        thread_id=task.thread_id,
+        expiration=int(max(remind_at + lateness, now + timedelta(minutes=1)).timestamp()),
+    )
+    devices = await session.scalars(repository.user_devices(task.owner_id))
+    return [
+        _alert_row(event, d, alert.payload, alert.collapse_id, alert.expiration, now)
+        for d in devices
+    ]
 
 
 def _alert_row(

@@ -28,6 +28,11 @@ WAIT_KINDS = {
     "awaiting_device": (DEVICE_CATEGORY, "device_request"),
     "awaiting_input": (INPUT_CATEGORY, "input_request"),
 }
+# actions: complete, snooze_10m, snooze_1h, snooze_tomorrow (POST /api/tasks/{id}/reminder-answer)
+REMINDER_CATEGORY = "TASK_REMINDER"
+SCHEDULE_CATEGORY = (
+    "SCHEDULE_PAUSED"  # opens the schedule (resume: POST /api/schedules/{id}/resume)
+)
 ANSWER_CATEGORY = "RUN_COMPLETED"
 FAILURE_CATEGORY = "RUN_FAILED"
 
@@ -149,6 +154,53 @@ def tool_waiting(
     # Past its expiry the request is void: APNs must not deliver it late.
     expiration = int(expires_at.timestamp()) if expires_at else int(time.time()) + 600
     return _thread_alert(thread_id, key, alert, fields, expiration=expiration, time_sensitive=True)
+
+
+def task_reminder(
+    *,
+    task_id: UUID,
+    title: str,
+    due_at: datetime | None,
+    remind_at: datetime,
+    late: bool,
+    thread_id: UUID | None,
+    expiration: int,
+) -> Alert:
+    """A task's reminder: time-sensitive, one per task on the lock screen (a snooze's
+    replaces the first), grouped under `tasks`; `late` when the server was down over its
+    time (the app may say "was due at …")."""
+    # The body is the app's words; a service extension may put the local due time in it.
+    body_key = "TASK_REMINDER_LATE_BODY" if late else "TASK_REMINDER_BODY"
+    alert = {"title": title, "loc-key": body_key}
+    aps: dict[str, Any] = {
+        "alert": alert,
+        "sound": "default",
+        "thread-id": "tasks",
+        "category": REMINDER_CATEGORY,
+        "interruption-level": "time-sensitive",
+    }
+    fields = {
+        "kind": "task_reminder",
+        "task_id": str(task_id),
+        "due_at": served_timestamp(due_at) if due_at else None,
+        "remind_at": served_timestamp(remind_at),
+        "late": late,
+        "thread_id": str(thread_id) if thread_id else None,
+    }
+    payload = {"aps": aps, **fields}
+    return Alert(payload=payload, collapse_id=f"task-{task_id}", expiration=expiration)
+
+
+def schedule_paused(*, thread_id: UUID, schedule_id: str, seq: int, title: str) -> Alert:
+    """A schedule on the thread was paused because its runs kept failing."""
+    alert = {"title": title, "loc-key": "SCHEDULE_PAUSED_BODY", "loc-args": [title]}
+    fields = {
+        "kind": "schedule_paused",
+        "schedule_id": schedule_id,
+        **_ids(thread_id, None, None, seq),
+    }
+    expiration = int(time.time()) + ANSWER_TTL_SECONDS
+    return _thread_alert(thread_id, SCHEDULE_CATEGORY, alert, fields, expiration=expiration)
 
 
 def test_alert() -> dict[str, Any]:

@@ -28,6 +28,7 @@ SERVER_FRAMES: list[type[events.Frame]] = [
     events.ToolOutputFrame,
     events.ToolArgumentsFrame,
     events.RunFrame,
+    events.TaskFrame,
     events.ResetFrame,
     events.PongFrame,
     events.ErrorFrame,

@@ -38,7 +38,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from app.lib.background import BackgroundService
 from app.orchestrator.scheduling import notify
-from app.realtime.events import Frame
+from app.realtime.events import Frame, TaskFrame
 from app.realtime.fanout import Fanout, Listener
 from app.realtime.redis_pubsub import RedisPubSubBackend
 from app.realtime.sink import FrameSink
@@ -46,6 +46,8 @@ from app.realtime.store import RealtimeStore
 from app.realtime.tokens import TOKEN_REVOKED, TokenWatch
 from app.realtime.wire import GAP, encode_frame, encode_probe, encode_revoked, encode_wakeup
 from app.settings import Settings
+from app.tasks import reminders
+from app.tasks.schemas import TaskRead
 from app.threads import changes
 
 if TYPE_CHECKING:
@@ -128,6 +130,14 @@ class RealtimeChannels(InitPluginProtocol):
         self._outbox.append((data, channel))
         if self._outbox_ready is not None:
             self._outbox_ready.set()
+
+    def user_channel(self, user_id: UUID) -> str:
+        """Frames for every socket of one user (their tasks), whatever they subscribed."""
+        return f"{self._prefix}user:{user_id}"
+
+    def relay_task(self, owner_id: UUID, task: TaskRead) -> None:
+        """A committed task change (app/tasks/reminders.task_listeners) to its owner's sockets."""
+        self.publish(encode_frame(TaskFrame(task=task)), self.user_channel(owner_id))
 
     def relay(self, thread_id: UUID, frame: Frame) -> None:
         """The change sink's delivery: a committed frame to the thread's channel."""
@@ -255,6 +265,7 @@ class RealtimeChannels(InitPluginProtocol):
         self._token_check = self.tokens.service()
         self._token_check.start()
         changes.register(self._sink)
+        reminders.task_listeners.add(self.relay_task)
         if self._redis is not None:  # the memory backend reaches this process only
             notify.add_relay(self.relay_wakeup)
         return self
@@ -266,6 +277,7 @@ class RealtimeChannels(InitPluginProtocol):
         exc_tb: TracebackType | None,
     ) -> None:
         notify.remove_relay(self.relay_wakeup)
+        reminders.task_listeners.remove(self.relay_task)
         changes.unregister(self._sink)
         if self._token_check is not None:
             await self._token_check.stop()

@@ -37,6 +37,7 @@ from app.realtime.events import (
     SubscribeFrame,
     UnsubscribeFrame,
 )
+from app.realtime.fanout import Listener
 from app.realtime.pings import client_pings
 from app.realtime.subscription import ClientTooSlow, SocketCallbacks, Source, ThreadSubscription
 
@@ -178,6 +179,23 @@ class Connection:
         finally:
             self._sender = None
 
+    async def _join_user_channel(self) -> Listener | None:
+        """Hear this user's task changes; a pub/sub outage costs them, not the socket (the
+        app refetches its tasks when it comes back)."""
+        try:
+            own = await self.channels.subscribe(self.channels.user_channel(self.user_id))
+        except Exception:
+            logger.warning("joining the user's channel failed", exc_info=True)
+            return None
+        own.on_payload = self._on_user_payload
+        return own
+
+    def _on_user_payload(self, payload: bytes) -> None:
+        """A frame for every socket of this user (`d\n<json>`: a task changed)."""
+        head, _, body = payload.partition(b"\n")
+        if head == b"d" and body and not self._closing:
+            self.push_live(body.decode())
+
     # -- receiving -----------------------------------------------------------------
     async def _receive_loop(self) -> None:
         while True:
@@ -275,6 +293,7 @@ class Connection:
     async def serve(self) -> None:
         """Receive in this task, send in another; `close()` cancels this one."""
         self._task = asyncio.current_task()
+        own = await self._join_user_channel()
         try:
             await self._receive_loop()
         except ClientTooSlow:
@@ -284,6 +303,9 @@ class Connection:
                 raise  # cancelled from outside (server shutdown), not by close()
         finally:
             self._closing = True
+            if own is not None:
+                own.on_payload = None
+                await self.channels.unsubscribe(own)
             await asyncio.gather(*(s.stop() for s in list(self.subscriptions.values())))
             self.subscriptions.clear()
             if self._sender is not None:

@@ -8,6 +8,7 @@ from uuid import UUID
 import msgspec
 
 from app.lib.openapi import open_enum
+from app.tasks.schemas import TaskRead
 from app.threads.schemas import RunRead, ThreadMessageRead
 
 
@@ -80,6 +81,15 @@ class RunFrame(Frame, tag="run"):
     position: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
 
+class TaskFrame(Frame, tag="task"):
+    """One of your tasks changed (created, edited, completed, snoozed: here or on another
+    device, or by an agent); sent to every socket of its owner, no subscription needed.
+    Apply it as an upsert by `task.id`; ephemeral (a client that reconnects refetches
+    `GET /api/tasks`)."""
+
+    task: TaskRead
+
+
 class SubscribedFrame(Frame, tag="subscribed"):
     """The replay of every change after `after_seq` is complete; live frames follow."""
 
@@ -119,6 +129,7 @@ ServerFrame = (
     | ToolOutputFrame
     | ToolArgumentsFrame
     | RunFrame
+    | TaskFrame
     | ResetFrame
     | PongFrame
     | ErrorFrame

@@ -11,7 +11,7 @@ and `dataclasses.replace` copies work as before.
 The fields are grouped by concern, one module each, a frozen dataclass of its fields and
 the properties derived from them: database.py, accounts.py (tokens, login throttling,
 proxies), models.py (model providers), runs.py (the run worker and the turn), tools.py
-(tools and MCP), realtime.py (pub/sub, `/api/ws`), push.py, limits.py (request size,
+(tools and MCP), realtime.py (pub/sub, `/api/ws`), push.py, timers.py (reminders), limits.py (request size,
 budgets), observability.py. `Settings` is all of them at once. A field is
 `name: Annotated[type, Meta(description=...)] = default`, read from NAME; the type's bounds
 are checked, and the table of docs/configuration.md is generated from these (in this
@@ -36,6 +36,7 @@ from app.settings.observability import ObservabilitySettings
 from app.settings.push import PushSettings
 from app.settings.realtime import RealtimeSettings
 from app.settings.runs import RunSettings
+from app.settings.timers import TimerSettings
 from app.settings.tools import ToolSettings
 
 
@@ -45,6 +46,7 @@ from app.settings.tools import ToolSettings
 class Settings(
     ObservabilitySettings,
     LimitSettings,
+    TimerSettings,
     PushSettings,
     RealtimeSettings,
     ToolSettings,

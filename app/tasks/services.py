@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from uuid import UUID
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import clock
 from app.db.models import Task, User
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
-from app.tasks import repository
-from app.tasks.schemas import TaskPage
+from app.tasks import reminders, repository
+from app.tasks.schemas import TaskPage, TaskReminderAnswer
 from app.tasks.serializers import task_read
 
 
@@ -34,16 +37,42 @@ async def get_owned_task(session: AsyncSession, user: User, task_id: UUID) -> Ta
 
 
 async def update_task(session: AsyncSession, task: Task, changes: dict[str, Any]) -> Task:
-    """Change the given fields (completing stamps completed_at, reopening clears it)."""
+    """Change the given fields (completing stamps completed_at, reopening clears it; the
+    reminder follows the due time, its lead and the status)."""
     status = changes.get("status")
     if status == "completed" and task.status != "completed":
         task.completed_at = utcnow()
     elif status == "active":
         task.completed_at = None
-    for field, value in changes.items():
-        setattr(task, field, value)
+    moved = reminders.apply_changes(task, changes, clock.now())
     await session.flush()
+    reminders.changed(session, task, moved)
     return task
+
+
+async def snooze_task(session: AsyncSession, task: Task, until: datetime) -> Task:
+    """Recall the task again at `until` (its due time unchanged)."""
+    task.remind_at = until
+    await session.flush()
+    reminders.changed(session, task, {"remind_at"})
+    return task
+
+
+async def answer_reminder(session: AsyncSession, task: Task, answer: TaskReminderAnswer) -> Task:
+    """An action of the reminder's notification: complete the task, or snooze it."""
+    if answer.action == "complete":
+        return await update_task(session, task, {"status": "completed"})
+    if task.status != "active":
+        raise ProblemException(409, "The task is completed: there is nothing to snooze.")
+    until = reminders.snooze_until(answer.action, clock.now(), _zone(answer.time_zone))
+    return await snooze_task(session, task, until)
+
+
+def _zone(name: str | None) -> ZoneInfo:
+    try:
+        return ZoneInfo(name or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ProblemException(400, f"Unknown time zone {name!r}: give an IANA name.") from None
 
 
 async def find_owned_task(session: AsyncSession, owner_id: UUID, task_id: UUID) -> Task | None:
@@ -53,6 +82,8 @@ async def find_owned_task(session: AsyncSession, owner_id: UUID, task_id: UUID) 
 
 async def create_task(session: AsyncSession, owner_id: UUID, **fields: Any) -> Task:
     task = Task(owner_id=owner_id, status="active", **fields)
+    reminders.rearm(task, clock.now())
     session.add(task)
     await session.flush()
+    reminders.changed(session, task, {"remind_at"} if task.remind_at else set())
     return task

@@ -13,6 +13,7 @@ from typing import Any
 from app.lib.struct_schema import struct_components, tagged_union
 from app.tools.base import Tool, ToolData
 from app.tools.builtin.memory import MemoryTool
+from app.tools.builtin.schedules import SchedulesTool
 from app.tools.builtin.self_authoring import SelfAuthoringTool
 from app.tools.builtin.tasks import TasksTool
 from app.tools.builtin.web import WebTool
@@ -22,7 +23,7 @@ from app.tools.runtime.registry import ToolRegistry
 
 
 def builtin_tools() -> list[Tool]:
-    return [TasksTool(), WebTool(), MemoryTool(), SelfAuthoringTool()]
+    return [TasksTool(), WebTool(), MemoryTool(), SelfAuthoringTool(), SchedulesTool()]
 
 
 @lru_cache(maxsize=1)

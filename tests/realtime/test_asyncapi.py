@@ -26,7 +26,7 @@ def test_document_covers_every_frame_type() -> None:
     document = build_document()
     assert set(document["channels"]["ws"]["messages"]) == {
         "subscribe", "unsubscribe", "ping",
-        "message", "subscribed", "delta", "tool_output", "tool_arguments", "run", "reset",
+        "message", "subscribed", "delta", "tool_output", "tool_arguments", "run", "task", "reset",
         "pong", "error",
     }  # fmt: skip
     for ref in json.dumps(document).split('"$ref": "')[1:]:
@@ -67,9 +67,10 @@ def test_the_openapi_document_carries_the_frames_too() -> None:
     """One generator run over openapi/openapi.json gives an app the frame types as well."""
     schemas = json.loads(OPENAPI_FILE.read_text())["components"]["schemas"]
     for name, schema in frame_components().items():
-        # Litestar's own (the message read schema and the types inside it)
+        # Litestar's own (the message and task read schemas and the types inside them)
         if name not in (
             "ThreadMessageRead",
+            "TaskRead",
             "RunRead",
             "RunUsage",
             "ToolActivity",

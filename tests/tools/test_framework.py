@@ -23,7 +23,13 @@ async def test_unknown_tool_lists_available_tools(harness: ToolHarness) -> None:
     assert not result.ok
     assert result.error_type == "validation_error"
     assert "calendar" in (result.error or "")
-    assert result.details["available_tools"] == ["tasks", "web", "memory", "self_authoring"]
+    assert result.details["available_tools"] == [
+        "tasks",
+        "web",
+        "memory",
+        "self_authoring",
+        "schedules",
+    ]
 
 
 async def test_tool_outside_the_allowed_set_is_unknown(harness: ToolHarness) -> None:

@@ -33,11 +33,12 @@ CALLS = [
     ("self_authoring", {"action": "view"}),
     ("self_authoring", {"action": "view", "field": "reflection_prompt"}),
     ("self_authoring", {"action": "update", "field": "name", "value": "Renamed"}),
+    ("schedules", {"action": "list"}),
 ]
 
 
 async def test_each_action_returns_data_matching_its_schema(harness: ToolHarness) -> None:
-    harness.allowed = [*harness.allowed, "self_authoring"]
+    harness.allowed = [*harness.allowed, "self_authoring", "schedules"]
     created = None
     for tool, arguments in CALLS:
         result = await harness.call(tool, arguments)

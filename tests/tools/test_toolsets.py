@@ -24,7 +24,7 @@ from app.tools.runtime.toolsets import (
 )
 from tests.conftest import ApiUser
 
-KNOWN = ["tasks", "web", "memory", "self_authoring"]
+KNOWN = ["tasks", "web", "memory", "self_authoring", "schedules"]
 
 
 @pytest.fixture(autouse=True)
@@ -108,19 +108,21 @@ async def test_tool_catalog(client: httpx.AsyncClient, alice: ApiUser) -> None:
     response = await client.get("/api/tools", headers=alice.headers)
     assert response.status_code == 200
     items = {item["name"]: item for item in response.json()["items"]}
-    assert list(items)[:4] == KNOWN  # other suites may register test tools after these
+    assert list(items)[: len(KNOWN)] == KNOWN  # other suites may register test tools after these
     memory = items["memory"]
     assert memory["actions"] == ["save", "recall", "search", "forget"]
     assert memory["is_user_facing"] is True and memory["non_user_facing_actions"] == ["recall"]
     assert memory["requires_confirmation"] is True and memory["confirmation_actions"] == ["forget"]
     assert items["tasks"]["requires_confirmation"] is False
+    assert items["schedules"]["confirmation_actions"] == ["create"]  # the user approves
     assert memory["parameters"]["additionalProperties"] is False
     assert memory["parameters"]["properties"]["action"]["enum"] == memory["actions"]
     assert items["tasks"]["agent_types"] == ["assistant", "focused", "companion", "planner"]
     assert items["web"]["agent_types"] == ["assistant", "specialist", "planner"]
     # one line from the JSON Schema: the action's values, `?` on what may be left out
     assert items["tasks"]["params_hint"] == (
-        "action: create|update|complete|list, title?, notes?, due_at?, task_id?, status?, limit?"
+        "action: create|update|complete|list, title?, notes?, due_at?, remind_before_minutes?, "
+        "task_id?, status?, limit?"
     )
     assert items["web"]["params_hint"] == "action: search|fetch, query?, url?"
 

@@ -14,6 +14,7 @@ from app.db.models.push import (
 )
 from app.db.models.run import Run, RunStatus
 from app.db.models.runner_heartbeat import runner_heartbeats
+from app.db.models.schedule import Schedule
 from app.db.models.task import Task
 from app.db.models.thread import Thread
 from app.db.models.thread_message import ThreadMessage
@@ -32,6 +33,7 @@ __all__ = (
     "PushEvent",
     "Run",
     "RunStatus",
+    "Schedule",
     "Task",
     "Thread",
     "ThreadMessage",

@@ -20,6 +20,14 @@ Notes = Annotated[TaskNotes, msgspec.Meta(description="Free-form notes.")]
 DueAt = Annotated[
     datetime, msgspec.Meta(tz=True, description="Due date-time, ISO 8601 with timezone.")
 ]
+RemindBefore = Annotated[
+    int,
+    msgspec.Meta(
+        ge=0,
+        le=43_200,
+        description="Push the reminder this many minutes before due_at (default: at due_at).",
+    ),
+]
 STATUS_DOC = "update: active or completed; list: active, completed or all (default active)."
 TaskId = Annotated[UUID, msgspec.Meta(description="The task_id returned by create or list.")]
 
@@ -28,6 +36,7 @@ class CreateParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     title: Title
     notes: Notes | None = None
     due_at: DueAt | None = None
+    remind_before_minutes: RemindBefore | None = None
 
 
 class UpdateParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -35,6 +44,7 @@ class UpdateParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     title: Title | None = None
     notes: Notes | None = None
     due_at: DueAt | None = None
+    remind_before_minutes: RemindBefore | None = None
     status: (
         Annotated[Literal["active", "completed"], msgspec.Meta(description=STATUS_DOC)] | None
     ) = None
@@ -66,6 +76,8 @@ class TaskToolResult(ToolData, tag="task"):
     task_status: TaskStatus
     notes: str | None
     due_at: datetime | None
+    # When the user's devices get the reminder push (null: none pending).
+    remind_at: datetime | None = None
 
 
 class TaskSummary(Schema):
@@ -89,6 +101,7 @@ def task_data(task: Task) -> TaskToolResult:
         task_status=cast("TaskStatus", task.status),
         notes=task.notes,
         due_at=task.due_at,
+        remind_at=task.remind_at,
     )
 
 
@@ -96,7 +109,9 @@ class TasksTool(Tool):
     name = "tasks"
     description = (
         "Manage the user's tasks. Actions: create (title), update (task_id + fields), "
-        "complete (task_id), list (optional status, limit)."
+        "complete (task_id), list (optional status, limit). A task with due_at is "
+        "pushed to the user's phone as a reminder at that time (or remind_before_minutes "
+        "earlier)."
     )
     actions = {
         "create": CreateParams,
@@ -140,6 +155,7 @@ class TasksTool(Tool):
                 title=params.title,
                 notes=params.notes,
                 due_at=params.due_at,
+                remind_before_seconds=_seconds(params.remind_before_minutes),
                 agent_id=ctx.agent.id,
                 thread_id=ctx.thread_id,
             )
@@ -149,13 +165,15 @@ class TasksTool(Tool):
         changes = {
             k: v
             for k, v in msgspec.structs.asdict(params).items()
-            if k != "task_id" and v is not None
+            if k not in ("task_id", "remind_before_minutes") and v is not None
         }
+        if params.remind_before_minutes is not None:
+            changes["remind_before_seconds"] = _seconds(params.remind_before_minutes)
         if not changes:
             return ToolResult.failure(
                 "Nothing to update.",
                 "validation_error",
-                suggestion="Give at least one of title, notes, due_at, status.",
+                suggestion="Give at least one of title, notes, due_at, remind_before_minutes, status.",
                 action="update",
                 example=self.example_call("update"),
             )
@@ -191,6 +209,10 @@ class TasksTool(Tool):
                 )
             task = await services.update_task(session, task, changes)
         return ToolResult.success(task_data(task), display_message=f"{verb} “{task.title}”")
+
+
+def _seconds(minutes: int | None) -> int | None:
+    return None if minutes is None else minutes * 60
 
 
 def _listed(count: int, status: str) -> str:

@@ -1,0 +1,1 @@
+"""Things due at a time: task reminders (the scheduler claims them on the database)."""
