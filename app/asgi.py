@@ -36,6 +36,8 @@ from app.lib.openapi_plugins import (
 from app.lib.problems import problem_details_plugin
 from app.lib.requests import ApiRequest
 from app.lib.security import add_security_headers
+from app.memories.controllers import MemoryController
+from app.memories.keeper import MemoryVectorKeeper
 from app.observability.plugin import observability_plugins
 from app.openai_compat.controllers import OpenAIController
 from app.orchestrator.plugin import OrchestratorPlugin
@@ -71,6 +73,7 @@ ROUTES = [
     WaitAnswerController,
     RunController,
     TaskController,
+    MemoryController,
     DeviceController,
     LiveActivityController,
     realtime_socket,
@@ -138,6 +141,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
             PushPlugin(settings, db_config),
+            MemoryVectorKeeper(settings, db_config),  # memories' vectors, kept current
             # remote MCP servers' tools (app/tools/mcp/); per-user ones: app/connections/
             McpPlugin(settings, get_registry(), on_catalog=[PerUserServers(settings, db_config)]),
             *observability_plugins(settings),  # request ids, logs, /metrics, traces

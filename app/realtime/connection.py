@@ -32,18 +32,22 @@ from app.realtime.events import (
     ClientFrame,
     ErrorFrame,
     Frame,
+    MemoryFrame,
     PingFrame,
     PongFrame,
     SubscribeFrame,
     UnsubscribeFrame,
 )
+from app.realtime.fanout import Listener
 from app.realtime.pings import client_pings
 from app.realtime.subscription import ClientTooSlow, SocketCallbacks, Source, ThreadSubscription
+from app.realtime.wire import decode_event
 
 logger = logging.getLogger(__name__)
 SEND_TIMEOUT = 10.0
 _decode_client_frame = msgspec.json.Decoder(ClientFrame).decode
 _encode = msgspec.json.Encoder().encode
+_STALE_MEMORIES = _encode(MemoryFrame(change="stale")).decode()
 # What a hostile frame can raise while decoding: besides malformed JSON, deep nesting
 # (msgspec recurses; a 4 KB `[[[[…` passes Python's recursion limit) and invalid UTF-8
 # in a binary frame.
@@ -271,11 +275,31 @@ class Connection:
     async def _error(self, error_type: str, error: str, thread_id: UUID | None = None) -> None:
         await self.send_frame(ErrorFrame(error_type=error_type, error=error, thread_id=thread_id))  # type: ignore[arg-type]
 
+    # -- the user's channel: frames of no thread (memories) --------------------------
+    def _on_user_payload(self, payload: bytes) -> None:
+        # Runs in the fan-out's receiving task: never block, never raise.
+        event = decode_event(payload)
+        if event.kind == "d":
+            self.push_live(event.body.decode())
+        elif event.kind == "g":  # publishes were lost: the client refetches
+            self.push_live(_STALE_MEMORIES)
+
+    async def _join_user_channel(self) -> Listener | None:
+        try:
+            listener = await self.channels.subscribe(self.channels.user_channel_for(self.user_id))
+        except Exception:  # the backend is down: thread subscriptions still back-fill
+            logger.warning("joining a user's channel failed; no memory frames", exc_info=True)
+            return None
+        listener.on_payload = self._on_user_payload
+        return listener
+
     # -- lifetime ------------------------------------------------------------------
     async def serve(self) -> None:
         """Receive in this task, send in another; `close()` cancels this one."""
         self._task = asyncio.current_task()
+        user_listener = None
         try:
+            user_listener = await self._join_user_channel()
             await self._receive_loop()
         except ClientTooSlow:
             pass  # an answer to the client could not be queued: closing with 4429
@@ -284,6 +308,8 @@ class Connection:
                 raise  # cancelled from outside (server shutdown), not by close()
         finally:
             self._closing = True
+            if user_listener is not None:
+                await self.channels.unsubscribe(user_listener)
             await asyncio.gather(*(s.stop() for s in list(self.subscriptions.values())))
             self.subscriptions.clear()
             if self._sender is not None:

@@ -10,7 +10,7 @@ import msgspec
 
 from app.db.models import Memory
 from app.lib.schema import Schema
-from app.memories import services
+from app.memories import recall, services
 from app.memories.serializers import memory_data
 from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 
@@ -42,7 +42,10 @@ class RecallParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 class SearchParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     query: Annotated[
-        str, msgspec.Meta(min_length=1, max_length=500, description="Words to look for.")
+        str,
+        msgspec.Meta(
+            min_length=1, max_length=500, description="What to look for (meaning and words)."
+        ),
     ]
     limit: Limit | None = None
 
@@ -159,10 +162,8 @@ class MemoryTool(Tool):
 
     async def search_action(self, ctx: ToolContext, params: SearchParams) -> ToolResult:
         async with ctx.transaction() as session:
-            rows = await services.search_memories(
-                session, ctx.user.id, params.query, params.limit or 10
-            )
-        memories = [_item(m) for m in rows]
+            found, _ = await recall.recall(session, ctx.user.id, params.query, params.limit or 10)
+        memories = [_item(r.memory) for r in found]
         data = MemoryListResult(
             action="search", query=params.query, memories=memories, count=len(memories)
         )
