@@ -13,7 +13,8 @@ from datetime import datetime
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import and_, delete, exists, insert, literal, select
+from sqlalchemy import and_, exists, literal, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Memory, memory_vectors
@@ -78,15 +79,24 @@ async def store_vector(
     session: AsyncSession, memory_id: UUID, owner_id: UUID, model: str,
     seen_updated_at: datetime, vector: bytes,
 ) -> bool:  # fmt: skip
-    """Replace the memory's vector, unless the memory changed or went since it was read."""
-    await session.execute(delete(memory_vectors).where(v.memory_id == memory_id))
+    """Store (or replace) the memory's vector, unless the memory changed or went since it
+    was read. An upsert: two keepers (processes) storing the same memory both succeed."""
     unchanged = select(
         literal(memory_id, Memory.id.type), literal(owner_id, Memory.owner_id.type),
         literal(model), Memory.updated_at, literal(vector, v.vector.type),
     ).where(and_(Memory.id == memory_id, Memory.updated_at == seen_updated_at))  # fmt: skip
-    result = await session.execute(
-        insert(memory_vectors).from_select(
-            ["memory_id", "owner_id", "model", "memory_updated_at", "vector"], unchanged
-        )
+    dialect = session.bind.dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(memory_vectors).from_select(
+        ["memory_id", "owner_id", "model", "memory_updated_at", "vector"], unchanged
     )
+    statement = statement.on_conflict_do_update(
+        index_elements=[v.memory_id],
+        set_={
+            "model": statement.excluded.model,
+            "memory_updated_at": statement.excluded.memory_updated_at,
+            "vector": statement.excluded.vector,
+        },
+    )
+    result = await session.execute(statement)
     return bool(result.rowcount)  # type: ignore[attr-defined]

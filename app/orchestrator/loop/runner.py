@@ -43,6 +43,7 @@ from app.orchestrator.loop import deadlines, planner
 from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.loop.delegation import FALLBACK_TYPE, Outcome
 from app.orchestrator.loop.history import load_history
+from app.orchestrator.loop.memory_recall import recall_call
 from app.orchestrator.loop.outage import (
     DB_UNREACHABLE,
     DB_UNREACHABLE_CELL,
@@ -70,6 +71,7 @@ from app.tools.schema import narrow_actions
 from app.tools.validation import not_allowed
 
 logger = logging.getLogger(__name__)
+REPEATING = "I stopped here: I kept repeating the same tool calls without making progress."
 
 
 async def _ignore_text(_: str) -> None:
@@ -221,6 +223,8 @@ class RunExecution:
         return state, spec, history
 
     async def _main(self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]) -> None:
+        if recalled := await recall_call(self.deps, state, spec, messages):
+            await self._execute_turn(state, spec, ModelTurn(tool_calls=[recalled]), messages)
         if state.options.get("tool_calls"):
             await self._pre_execute(state, spec, messages)
         if spec.config.planner:  # plan first, then run the plan's steps (planner.py)
@@ -280,10 +284,7 @@ class RunExecution:
                 )
             repeats = repeats + 1 if all(done.duplicate for done in outcomes) else 0
             if repeats >= 2:
-                return (
-                    None,
-                    "I stopped here: I kept repeating the same tool calls without making progress.",
-                )
+                return None, REPEATING
         return (
             None,
             f"I stopped here: I reached the limit of {limit} steps for one request before finishing.",

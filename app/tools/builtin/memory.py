@@ -98,6 +98,12 @@ def memory_result(
     return msgspec.convert({"action": action, **memory_data(memory), **extra}, MemoryToolResult)
 
 
+def remembered(count: int) -> str:
+    if count == 0:
+        return "Nothing remembered about that"
+    return "Remembered 1 thing" if count == 1 else f"Remembered {count} things"
+
+
 class MemoryTool(Tool):
     name = "memory"
     description = (
@@ -167,7 +173,7 @@ class MemoryTool(Tool):
         data = MemoryListResult(
             action="search", query=params.query, memories=memories, count=len(memories)
         )
-        return ToolResult.success(data, display_message=f"{len(memories)} memory match(es)")
+        return ToolResult.success(data, display_message=remembered(len(memories)))
 
     async def forget_action(self, ctx: ToolContext, params: ForgetParams) -> ToolResult:
         async with ctx.transaction() as session:
