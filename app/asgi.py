@@ -37,6 +37,7 @@ from app.lib.problems import problem_details_plugin
 from app.lib.requests import ApiRequest
 from app.lib.security import add_security_headers
 from app.memories.controllers import MemoryController
+from app.memories.embedding import Embedder
 from app.memories.keeper import MemoryVectorKeeper
 from app.observability.plugin import observability_plugins
 from app.openai_compat.controllers import OpenAIController
@@ -116,6 +117,16 @@ def _actions_of(name: str) -> list[str] | None:
     return list(tool.actions) if tool is not None else None
 
 
+def provider_embedder(settings: Settings) -> Embedder | None:
+    """A provider's embedding model for memories, when MEMORY_EMBEDDINGS names one (the
+    model door is imported only then: litellm's import is slow)."""
+    if settings.memory_embeddings in ("embedded", "off"):
+        return None
+    from app.orchestrator.door.embeddings import configured_embedder
+
+    return configured_embedder(settings)
+
+
 def provide_settings(state: State) -> Settings:
     return state.settings
 
@@ -141,7 +152,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
             PushPlugin(settings, db_config),
-            MemoryVectorKeeper(settings, db_config),  # memories' vectors, kept current
+            # memories' vectors, kept current (a provider's model through the door)
+            MemoryVectorKeeper(settings, db_config, provider_embedder(settings)),
             # remote MCP servers' tools (app/tools/mcp/); per-user ones: app/connections/
             McpPlugin(settings, get_registry(), on_catalog=[PerUserServers(settings, db_config)]),
             *observability_plugins(settings),  # request ids, logs, /metrics, traces

@@ -2,9 +2,10 @@
 
 An `Embedder` turns texts into unit vectors and names its model (stored with each vector:
 vectors of different models are not comparable). The default is the offline embedded
-model (app/memories/embedded.py, in a thread); `create_app` may install a provider's
-model through the model door instead (`use`), or none (`MEMORY_EMBEDDINGS=off`): recall
-is then by words only, which startup says in one log line.
+model (app/memories/embedded.py, in a thread); `create_app` may hand the keeper a
+provider's model through the model door instead (app/orchestrator/door/embeddings.py), or
+none (`MEMORY_EMBEDDINGS=off`): recall is then by words only, which startup says in one
+log line.
 """
 
 from __future__ import annotations
@@ -39,31 +40,38 @@ class EmbeddedEmbedder:
         return await asyncio.to_thread(lambda: embedded.model().encode(texts))
 
 
-_current: Embedder | None = None
+# Installed by each running app, last one serving (tests run several apps in one process).
+_installed: list[Embedder | None] = []
 
 
-def use(embedder: Embedder | None) -> None:
-    """Install the process's embedder (None: recall by words only)."""
-    global _current
-    _current = embedder
+def install(embedder: Embedder | None) -> None:
+    """Serve recall with `embedder` (None: by words only) until `uninstall`."""
+    _installed.append(embedder)
+
+
+def uninstall(embedder: Embedder | None) -> None:
+    if embedder in _installed:
+        _installed.reverse()
+        _installed.remove(embedder)
+        _installed.reverse()
 
 
 def current() -> Embedder | None:
-    return _current
+    return _installed[-1] if _installed else None
 
 
-def configure(choice: str) -> Embedder | None:
-    """The embedder a `MEMORY_EMBEDDINGS` value names among those of this layer
-    (`embedded`, `off`), installed; startup logs which recall serves."""
-    embedder: Embedder | None = None
-    if choice == "embedded" and embedded.available():
+def chosen(choice: str, given: Embedder | None = None) -> Embedder | None:
+    """The embedder for a `MEMORY_EMBEDDINGS` value: `given` (a provider's, made by the
+    model door), the embedded model, or None (`off`, or its package missing); startup
+    logs which recall serves."""
+    embedder = given
+    if embedder is None and choice == "embedded" and embedded.available():
         embedder = EmbeddedEmbedder()
-    use(embedder)
     if embedder is None:
         logger.warning(
             "memory recall: by words only (MEMORY_EMBEDDINGS=%s%s)",
             choice,
-            "" if choice == "off" else "; the embedded model's package is not installed",
+            "" if choice == "off" else "; no embedding model could be loaded",
         )
     else:
         logger.info("memory recall: by meaning and words (%s)", embedder.model)

@@ -60,11 +60,13 @@ class _WakeOnSave(changes.MemorySink):
 
 
 class MemoryVectorKeeper(InitPluginProtocol):
-    """Installs the embedder `MEMORY_EMBEDDINGS` names and runs the keeper while the app
-    runs (an embedder installed before startup, a provider's, is kept)."""
+    """Installs the embedder `MEMORY_EMBEDDINGS` names (`given`: a provider's, made by
+    the model door) and runs the keeper while the app runs."""
 
-    def __init__(self, settings: Settings, db_config: SQLAlchemyAsyncConfig) -> None:
-        self.settings = settings
+    def __init__(
+        self, settings: Settings, db_config: SQLAlchemyAsyncConfig, given: Embedder | None = None
+    ) -> None:
+        self.settings, self.given = settings, given
         self.sessions = async_sessionmaker(db_config.get_engine(), expire_on_commit=False)
         self.service = BackgroundService(
             "memory vectors", self._run, period=settings.memory_vectors_retry_seconds,
@@ -72,21 +74,19 @@ class MemoryVectorKeeper(InitPluginProtocol):
             level=logging.WARNING, immediately=True,
         )  # fmt: skip
         self._sink = _WakeOnSave(self.service)
-        self._installed = False
+        self.embedder: Embedder | None = None
 
     def on_app_init(self, app_config: AppConfig) -> AppConfig:
         app_config.lifespan.append(self)
         return app_config
 
     async def _run(self) -> None:
-        embedder = embedding.current()
-        if embedder is not None:
-            await embed_pending(self.sessions, embedder)
+        if self.embedder is not None:
+            await embed_pending(self.sessions, self.embedder)
 
     async def __aenter__(self) -> MemoryVectorKeeper:
-        if embedding.current() is None:
-            embedding.configure(self.settings.memory_embeddings)
-            self._installed = True
+        self.embedder = embedding.chosen(self.settings.memory_embeddings, self.given)
+        embedding.install(self.embedder)
         changes.register(self._sink)
         self.service.start()
         return self
@@ -99,5 +99,4 @@ class MemoryVectorKeeper(InitPluginProtocol):
     ) -> None:
         changes.unregister(self._sink)
         await self.service.stop()
-        if self._installed:  # the next app of this process configures its own
-            embedding.use(None)
+        embedding.uninstall(self.embedder)

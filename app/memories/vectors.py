@@ -91,9 +91,8 @@ async def store_vector(
         ["memory_id", "owner_id", "model", "memory_updated_at", "vector"], unchanged
     )
     statement = statement.on_conflict_do_update(
-        index_elements=[v.memory_id],
+        index_elements=[v.memory_id, v.model],
         set_={
-            "model": statement.excluded.model,
             "memory_updated_at": statement.excluded.memory_updated_at,
             "vector": statement.excluded.vector,
         },

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated
 
 from msgspec import Meta
 
@@ -13,11 +13,15 @@ from app.settings.base import PositiveFloat
 @dataclass(frozen=True)
 class MemorySettings:
     memory_embeddings: Annotated[
-        Literal["embedded", "off"],
+        str,
         Meta(
+            min_length=1,
+            max_length=200,
             description="how memories get vectors for recall by meaning: `embedded` (the "
-            "offline all-MiniLM-L6-v2 a package ships, run on the server's CPU) or `off` "
-            "(recall by words only)"
+            "offline all-MiniLM-L6-v2 a package ships, run on the server's CPU), a "
+            "provider's embedding model named like an agent's model "
+            "(`openai/text-embedding-3-small`, `<profile>/<model>`), or `off` (recall by "
+            "words only)",
         ),
     ] = "embedded"
     memory_vectors_retry_seconds: Annotated[

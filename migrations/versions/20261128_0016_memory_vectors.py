@@ -45,7 +45,7 @@ def upgrade() -> None:
             name=op.f("fk_memory_vectors_owner_id_users"),
             ondelete="CASCADE",
         ),
-        sa.PrimaryKeyConstraint("memory_id", name=op.f("pk_memory_vectors")),
+        sa.PrimaryKeyConstraint("memory_id", "model", name=op.f("pk_memory_vectors")),
     )
     op.create_index(
         "ix_memory_vectors_owner_model", "memory_vectors", ["owner_id", "model"], unique=False
