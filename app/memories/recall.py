@@ -60,12 +60,14 @@ async def _similarities(
     embedder = embedding.current()
     if embedder is None:
         return None
+    ids, blobs = await vectors.user_vectors(session, owner_id, embedder.model)
+    if not ids:  # nothing embedded (no memories yet): spare the query's embedding
+        return {}
     try:
         query_vector = embedding.normalized(await embedder.embed([query]))[0]
     except Exception:  # a provider down: recall by words rather than not at all
         logger.warning("embedding a recall query failed; recalling by words", exc_info=True)
         return None
-    ids, blobs = await vectors.user_vectors(session, owner_id, embedder.model)
     return await asyncio.to_thread(_close_enough, query_vector, ids, blobs)
 
 

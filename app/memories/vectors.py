@@ -32,6 +32,8 @@ def unpack_all(blobs: list[bytes], dimensions: int) -> Vectors:
     model name, are zeroed rather than failing the recall)."""
     if not blobs:
         return np.zeros((0, dimensions), np.float32)
+    if all(len(b) == dimensions * 4 for b in blobs):  # the usual case: one copy
+        return np.frombuffer(b"".join(blobs), "<f4").reshape(len(blobs), dimensions)
     rows = [np.frombuffer(b, "<f4") for b in blobs]
     width = max(r.shape[0] for r in rows)
     matrix = np.zeros((len(rows), width), np.float32)
