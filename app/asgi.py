@@ -36,6 +36,9 @@ from app.lib.openapi_plugins import (
 from app.lib.problems import problem_details_plugin
 from app.lib.requests import ApiRequest
 from app.lib.security import add_security_headers
+from app.memories.controllers import MemoryController
+from app.memories.embedding import Embedder
+from app.memories.keeper import MemoryVectorKeeper
 from app.observability.plugin import observability_plugins
 from app.openai_compat.controllers import OpenAIController
 from app.orchestrator.plugin import OrchestratorPlugin
@@ -74,6 +77,7 @@ ROUTES = [
     RunController,
     TaskController,
     ScheduleController,
+    MemoryController,
     DeviceController,
     LiveActivityController,
     realtime_socket,
@@ -116,6 +120,16 @@ def _actions_of(name: str) -> list[str] | None:
     return list(tool.actions) if tool is not None else None
 
 
+def provider_embedder(settings: Settings) -> Embedder | None:
+    """A provider's embedding model for memories, when MEMORY_EMBEDDINGS names one (the
+    model door is imported only then: litellm's import is slow)."""
+    if settings.memory_embeddings in ("embedded", "off"):
+        return None
+    from app.orchestrator.door.embeddings import configured_embedder
+
+    return configured_embedder(settings)
+
+
 def provide_settings(state: State) -> Settings:
     return state.settings
 
@@ -142,6 +156,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
             RealtimeChannels(settings, db_config),
             PushPlugin(settings, db_config),
             TimersPlugin(settings, db_config),  # after push: its reminders are pushes
+            # memories' vectors, kept current (a provider's model through the door)
+            MemoryVectorKeeper(settings, db_config, provider_embedder(settings)),
             # remote MCP servers' tools (app/tools/mcp/); per-user ones: app/connections/
             McpPlugin(settings, get_registry(), on_catalog=[PerUserServers(settings, db_config)]),
             *observability_plugins(settings),  # request ids, logs, /metrics, traces

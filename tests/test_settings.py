@@ -67,6 +67,8 @@ DEFAULTS = {
     "redis_url": None,
     "token_ttl_days": 30,
     "max_request_body_bytes": 256 * 1024,
+    "memory_embeddings": "embedded",
+    "memory_vectors_retry_seconds": 30.0,
     "ws_idle_timeout_seconds": 120.0,
     "run_lease_seconds": 30.0,
     "approval_ttl_seconds": 600.0,

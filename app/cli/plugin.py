@@ -31,3 +31,7 @@ class CLIPlugin(CLIPluginProtocol):
         from app.connections.cli import connections_group
 
         cli.add_command(connections_group)
+
+        from app.cli.memories import memories_group
+
+        cli.add_command(memories_group)

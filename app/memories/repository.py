@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import ColumnElement, Select, column, func, literal_column, or_, select, table
+from sqlalchemy import (
+    ColumnElement,
+    Delete,
+    Select,
+    and_,
+    column,
+    delete,
+    func,
+    literal_column,
+    or_,
+    select,
+    table,
+)
 
-from app.db.models import Memory
+from app.db.models import Agent, Memory
 
 # Must match app.db.models.memory.SEARCH_DOCUMENT, the expression of ix_memories_search.
 # Literal SQL (no bound parameters) so the planner can match the index expression.
@@ -56,3 +69,33 @@ def matching_memories(dialect: str, owner_id: UUID, terms: list[str]) -> Select[
         )
     # Other dialects: a plain substring match.
     return owned_memories(owner_id).where(or_(*(Memory.content.ilike(f"%{t}%") for t in terms)))
+
+
+def memory_page(
+    owner_id: UUID, limit: int, after: tuple[datetime, UUID] | None
+) -> Select[tuple[Memory, str | None]]:
+    """Newest first, with the saving agent's name; one row more than `limit` tells whether
+    another page follows."""
+    query = (
+        with_agent_name(owned_memories(owner_id))
+        .order_by(Memory.created_at.desc(), Memory.id.desc())
+        .limit(limit + 1)
+    )
+    if after is not None:
+        at, id_ = after
+        query = query.where(
+            or_(Memory.created_at < at, and_(Memory.created_at == at, Memory.id < id_))
+        )
+    return query
+
+
+def with_agent_name(query: Select[tuple[Memory]]) -> Select[tuple[Memory, str | None]]:
+    return query.outerjoin(Agent, Agent.id == Memory.agent_id).add_columns(Agent.name)
+
+
+def agent_name(agent_id: UUID) -> Select[tuple[str]]:
+    return select(Agent.name).where(Agent.id == agent_id)
+
+
+def delete_all(owner_id: UUID) -> Delete:
+    return delete(Memory).where(Memory.owner_id == owner_id)

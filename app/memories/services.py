@@ -1,4 +1,5 @@
-"""Memories belong to a user: save (upsert by key), recall, search (full text), forget."""
+"""Memories belong to a user: save (upsert by key), recall, search (full text), forget;
+the user lists, edits and deletes them. Every change is announced (app/memories/changes.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Memory
-from app.memories import repository
+from app.lib.pagination import decode_cursor, encode_cursor
+from app.lib.problems import ProblemException
+from app.memories import changes, repository
+from app.memories.schemas import MemoryPage, MemoryRead
+from app.memories.serializers import memory_read
 
 MAX_QUERY_TERMS = 12
 
@@ -41,11 +46,28 @@ async def save_memory(
         if tags is not None:
             existing.tags = list(tags)
         await session.flush()
+        await announce_saved(session, existing)
         return existing, False
     memory = Memory(owner_id=owner_id, agent_id=agent_id, key=key, content=content, tags=tags)
     session.add(memory)
     await session.flush()
+    await announce_saved(session, memory)
     return memory, True
+
+
+async def memory_with_agent(session: AsyncSession, memory: Memory) -> MemoryRead:
+    """The memory as the API shows it: with the name of the agent that saved it."""
+    name = None
+    if memory.agent_id is not None:
+        name = await session.scalar(repository.agent_name(memory.agent_id))
+    return memory_read(memory, name)
+
+
+async def announce_saved(session: AsyncSession, memory: Memory) -> MemoryRead:
+    """The memory as the API shows it, announced to the user's devices after commit."""
+    read = await memory_with_agent(session, memory)
+    changes.memory_saved(session, memory.owner_id, read)
+    return read
 
 
 async def recent_memories(
@@ -70,5 +92,46 @@ async def search_memories(
 
 
 async def delete_memory(session: AsyncSession, memory: Memory) -> None:
+    owner_id, memory_id = memory.owner_id, memory.id
     await session.delete(memory)
     await session.flush()
+    changes.memory_deleted(session, owner_id, memory_id)
+
+
+# -- the user's side: the memory API ----------------------------------------------------
+async def list_memories(
+    session: AsyncSession, owner_id: UUID, limit: int, cursor: str | None
+) -> MemoryPage:
+    after = decode_cursor(cursor) if cursor else None
+    rows = list(await session.execute(repository.memory_page(owner_id, limit, after)))
+    page = rows[:limit]
+    last = page[-1][0] if page else None
+    more = last is not None and len(rows) > limit
+    next_cursor = encode_cursor(last.created_at, last.id) if more and last else None
+    return MemoryPage(items=[memory_read(m, name) for m, name in page], next_cursor=next_cursor)
+
+
+async def get_owned_memory(session: AsyncSession, owner_id: UUID, memory_id: UUID) -> Memory:
+    """The memory if `owner_id` owns it; another user's id is a 404, as an unknown one."""
+    memory = await find_by_id(session, owner_id, memory_id)
+    if memory is None:
+        raise ProblemException(404, "Memory not found.")
+    return memory
+
+
+async def update_memory(
+    session: AsyncSession, memory: Memory, changed: dict[str, object]
+) -> MemoryRead:
+    """The user's correction: new content and/or tags (its vector is remade after commit)."""
+    if "content" in changed:
+        memory.content = str(changed["content"]).strip() or memory.content
+    if "tags" in changed:
+        memory.tags = list(changed["tags"])  # type: ignore[call-overload]
+    await session.flush()
+    return await announce_saved(session, memory)
+
+
+async def delete_all_memories(session: AsyncSession, owner_id: UUID) -> int:
+    result = await session.execute(repository.delete_all(owner_id))
+    changes.memories_cleared(session, owner_id)
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -30,6 +30,7 @@ SERVER_FRAMES: list[type[events.Frame]] = [
     events.RunFrame,
     events.TaskFrame,
     events.ResetFrame,
+    events.MemoryFrame,
     events.PongFrame,
     events.ErrorFrame,
 ]
@@ -58,6 +59,10 @@ with a burst of 60, 100 subscriptions; breaking one answers an `error` frame wit
 `error_type` `limit` and the socket stays open. The server also answers protocol-level
 pings (uvicorn sends its own every 20 s); they count as activity for the idle timeout only
 when the server runs the ping-aware protocol (docs/operations.md, "Realtime under trouble").
+
+Memories: every socket of a user receives `memory` frames when one of the user's memories
+is saved, edited or deleted (from another device or by an agent), without subscribing;
+they carry no `seq`: after a reconnect, refetch `GET /api/memories`.
 
 If the pub/sub backend (Redis) was unreachable, subscriptions stay open and receive the
 changes they missed from the database (`message` frames in ascending `seq`, then the

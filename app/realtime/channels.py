@@ -1,4 +1,5 @@
-"""The realtime plugin: one channel per thread, and this process's listeners of them.
+"""The realtime plugin: one channel per thread and one per user (their memories'
+changes), and this process's listeners of them.
 
 The memory backend serves one process (the embedded default and the tests); with
 REDIS_URL set, Redis pub/sub carries frames between every server process of a
@@ -37,11 +38,12 @@ from litestar.plugins import InitPluginProtocol
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from app.lib.background import BackgroundService
+from app.memories import changes as memory_changes
 from app.orchestrator.scheduling import notify
 from app.realtime.events import Frame, TaskFrame
 from app.realtime.fanout import Fanout, Listener
 from app.realtime.redis_pubsub import RedisPubSubBackend
-from app.realtime.sink import FrameSink
+from app.realtime.sink import FrameSink, MemoryFrameSink
 from app.realtime.store import RealtimeStore
 from app.realtime.tokens import TOKEN_REVOKED, TokenWatch
 from app.realtime.wire import GAP, encode_frame, encode_probe, encode_revoked, encode_wakeup
@@ -83,6 +85,7 @@ class RealtimeChannels(InitPluginProtocol):
         self.tokens = TokenWatch(session_maker, settings.ws_token_check_seconds)
         self._prefix = settings.channels_prefix
         self._sink = FrameSink(self.relay)
+        self._memory_sink = MemoryFrameSink(self.relay_to_user)
         self._outbox: deque[tuple[bytes, str]] = deque()
         self._outbox_ready: asyncio.Event | None = None
         self.control_channel = f"{self._prefix}control"
@@ -113,6 +116,10 @@ class RealtimeChannels(InitPluginProtocol):
     def channel_for(self, thread_id: UUID) -> str:
         return f"{self._prefix}thread:{thread_id}"
 
+    def user_channel_for(self, user_id: UUID) -> str:
+        """Every socket of the user listens here (frames not of a thread: tasks, memories)."""
+        return f"{self._prefix}user:{user_id}"
+
     @property
     def channel_names(self) -> frozenset[str]:
         """The channels this process listens to."""
@@ -131,17 +138,17 @@ class RealtimeChannels(InitPluginProtocol):
         if self._outbox_ready is not None:
             self._outbox_ready.set()
 
-    def user_channel(self, user_id: UUID) -> str:
-        """Frames for every socket of one user (their tasks), whatever they subscribed."""
-        return f"{self._prefix}user:{user_id}"
-
     def relay_task(self, owner_id: UUID, task: TaskRead) -> None:
         """A committed task change (app/tasks/reminders.task_listeners) to its owner's sockets."""
-        self.publish(encode_frame(TaskFrame(task=task)), self.user_channel(owner_id))
+        self.publish(encode_frame(TaskFrame(task=task)), self.user_channel_for(owner_id))
 
     def relay(self, thread_id: UUID, frame: Frame) -> None:
         """The change sink's delivery: a committed frame to the thread's channel."""
         self.publish(encode_frame(frame), self.channel_for(thread_id))
+
+    def relay_to_user(self, user_id: UUID, frame: Frame) -> None:
+        """The memory sink's delivery: a committed frame to every socket of the user."""
+        self.publish(encode_frame(frame), self.user_channel_for(user_id))
 
     async def announce_revoked(self, token_digest: str) -> None:
         """Close the token's sockets in every process (through the control channel)."""
@@ -266,6 +273,7 @@ class RealtimeChannels(InitPluginProtocol):
         self._token_check.start()
         changes.register(self._sink)
         reminders.task_listeners.add(self.relay_task)
+        memory_changes.register(self._memory_sink)
         if self._redis is not None:  # the memory backend reaches this process only
             notify.add_relay(self.relay_wakeup)
         return self
@@ -279,6 +287,7 @@ class RealtimeChannels(InitPluginProtocol):
         notify.remove_relay(self.relay_wakeup)
         reminders.task_listeners.remove(self.relay_task)
         changes.unregister(self._sink)
+        memory_changes.unregister(self._memory_sink)
         if self._token_check is not None:
             await self._token_check.stop()
         for task in (*self._tasks, self._resync):

@@ -32,6 +32,7 @@ from app.realtime.events import (
     ClientFrame,
     ErrorFrame,
     Frame,
+    MemoryFrame,
     PingFrame,
     PongFrame,
     SubscribeFrame,
@@ -40,11 +41,13 @@ from app.realtime.events import (
 from app.realtime.fanout import Listener
 from app.realtime.pings import client_pings
 from app.realtime.subscription import ClientTooSlow, SocketCallbacks, Source, ThreadSubscription
+from app.realtime.wire import decode_event
 
 logger = logging.getLogger(__name__)
 SEND_TIMEOUT = 10.0
 _decode_client_frame = msgspec.json.Decoder(ClientFrame).decode
 _encode = msgspec.json.Encoder().encode
+_STALE_MEMORIES = _encode(MemoryFrame(change="stale")).decode()
 # What a hostile frame can raise while decoding: besides malformed JSON, deep nesting
 # (msgspec recurses; a 4 KB `[[[[…` passes Python's recursion limit) and invalid UTF-8
 # in a binary frame.
@@ -179,17 +182,6 @@ class Connection:
         finally:
             self._sender = None
 
-    async def _join_user_channel(self) -> Listener | None:
-        """Hear this user's task changes; a pub/sub outage costs them, not the socket (the
-        app refetches its tasks when it comes back)."""
-        try:
-            own = await self.channels.subscribe(self.channels.user_channel(self.user_id))
-        except Exception:
-            logger.warning("joining the user's channel failed", exc_info=True)
-            return None
-        own.on_payload = self._on_user_payload
-        return own
-
     def _on_user_payload(self, payload: bytes) -> None:
         """A frame for every socket of this user (`d\n<json>`: a task changed)."""
         head, _, body = payload.partition(b"\n")
@@ -289,12 +281,31 @@ class Connection:
     async def _error(self, error_type: str, error: str, thread_id: UUID | None = None) -> None:
         await self.send_frame(ErrorFrame(error_type=error_type, error=error, thread_id=thread_id))  # type: ignore[arg-type]
 
+    # -- the user's channel: frames of no thread (memories) --------------------------
+    def _on_user_payload(self, payload: bytes) -> None:
+        # Runs in the fan-out's receiving task: never block, never raise.
+        event = decode_event(payload)
+        if event.kind == "d":
+            self.push_live(event.body.decode())
+        elif event.kind == "g":  # publishes were lost: the client refetches
+            self.push_live(_STALE_MEMORIES)
+
+    async def _join_user_channel(self) -> Listener | None:
+        try:
+            listener = await self.channels.subscribe(self.channels.user_channel_for(self.user_id))
+        except Exception:  # the backend is down: thread subscriptions still back-fill
+            logger.warning("joining a user's channel failed; no memory frames", exc_info=True)
+            return None
+        listener.on_payload = self._on_user_payload
+        return listener
+
     # -- lifetime ------------------------------------------------------------------
     async def serve(self) -> None:
         """Receive in this task, send in another; `close()` cancels this one."""
         self._task = asyncio.current_task()
-        own = await self._join_user_channel()
+        user_listener = None
         try:
+            user_listener = await self._join_user_channel()
             await self._receive_loop()
         except ClientTooSlow:
             pass  # an answer to the client could not be queued: closing with 4429
@@ -303,9 +314,9 @@ class Connection:
                 raise  # cancelled from outside (server shutdown), not by close()
         finally:
             self._closing = True
-            if own is not None:
-                own.on_payload = None
-                await self.channels.unsubscribe(own)
+            if user_listener is not None:
+                user_listener.on_payload = None
+                await self.channels.unsubscribe(user_listener)
             await asyncio.gather(*(s.stop() for s in list(self.subscriptions.values())))
             self.subscriptions.clear()
             if self._sender is not None:

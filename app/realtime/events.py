@@ -8,6 +8,7 @@ from uuid import UUID
 import msgspec
 
 from app.lib.openapi import open_enum
+from app.memories.schemas import MemoryRead
 from app.tasks.schemas import TaskRead
 from app.threads.schemas import RunRead, ThreadMessageRead
 
@@ -104,6 +105,25 @@ class ResetFrame(Frame, tag="reset"):
     last_seq: int
 
 
+MemoryChange = Literal["saved", "deleted", "cleared", "stale"]
+open_enum(MemoryChange)  # new values may come: clients keep a fallback (refetch the list)
+
+
+class MemoryFrame(Frame, tag="memory", omit_defaults=True):
+    """One of your memories changed, from another device or an agent's `memory` tool.
+
+    Every socket of the user receives these, without subscribing. `saved`: upsert
+    `memory` by id (null when too big to carry: `GET /api/memories/{memory_id}`);
+    `deleted`: drop `memory_id`; `cleared`: drop every memory; `stale`: changes may have
+    been lost (a pub/sub outage): refetch `GET /api/memories`. The list is the truth:
+    after a reconnect, refetch it.
+    """
+
+    change: MemoryChange
+    memory_id: UUID | None = None
+    memory: MemoryRead | None = None
+
+
 class PongFrame(Frame, tag="pong"):
     """The answer to `ping`."""
 
@@ -131,6 +151,7 @@ ServerFrame = (
     | RunFrame
     | TaskFrame
     | ResetFrame
+    | MemoryFrame
     | PongFrame
     | ErrorFrame
 )

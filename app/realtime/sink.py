@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from uuid import UUID
 
+from app.memories import changes as memory_changes
+from app.memories.schemas import MemoryRead
 from app.realtime.events import (
     DeltaFrame,
     Frame,
+    MemoryFrame,
     MessageFrame,
     RunFrame,
     ToolArgumentsFrame,
@@ -54,3 +57,20 @@ class FrameSink(changes.ChangeSink):
             thread_id=thread_id, message_id=message_id, offset=offset, chunk=chunk
         )
         self.deliver(thread_id, frame)
+
+
+class MemoryFrameSink(memory_changes.MemorySink):
+    """Each committed memory change as a frame, handed to `deliver(user_id, frame)`."""
+
+    def __init__(self, deliver: Callable[[UUID, Frame], None]) -> None:
+        self.deliver = deliver
+
+    def memory_saved(self, owner_id: UUID, memory: MemoryRead) -> None:
+        frame = MemoryFrame(change="saved", memory_id=memory.id, memory=memory)
+        self.deliver(owner_id, frame)
+
+    def memory_deleted(self, owner_id: UUID, memory_id: UUID) -> None:
+        self.deliver(owner_id, MemoryFrame(change="deleted", memory_id=memory_id))
+
+    def memories_cleared(self, owner_id: UUID) -> None:
+        self.deliver(owner_id, MemoryFrame(change="cleared"))

@@ -8,7 +8,8 @@ the row from the database, which it does for any gap anyway.
     m<seq>\\n<message frame json>     a message create/update
     r<seq>\\n                         the same, too big to carry: read it from the database
     R<run_id>:<status>\\n<run json>   a run status change
-    d\\n<frame json>                  an ephemeral frame (delta, tool_output, tool_arguments)
+    d\\n<frame json>                  an ephemeral frame (delta, tool_output, tool_arguments;
+                                     on a user's channel: memory)
     p<token>\\n                       a probe a new subscriber sends itself (see subscription.py)
     g\\n                              changes may have been lost: read them from the database
 
@@ -24,7 +25,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from app.realtime.events import Frame, MessageFrame, RunFrame
+from app.realtime.events import Frame, MemoryFrame, MessageFrame, RunFrame
 
 # Small payloads: PostgreSQL NOTIFY caps them under 8 KB, and Redis fans every byte out.
 MAX_INLINE_BYTES = 6000
@@ -43,6 +44,9 @@ class ChannelEvent(NamedTuple):
 
 def encode_frame(frame: Frame) -> bytes:
     body = _encode(frame)
+    if isinstance(frame, MemoryFrame) and len(body) > MAX_INLINE_BYTES:
+        # A long memory travels by id: the client reads it with GetMemory.
+        body = _encode(MemoryFrame(change=frame.change, memory_id=frame.memory_id))
     if isinstance(frame, MessageFrame):
         if len(body) > MAX_INLINE_BYTES:
             return b"r%d\n" % frame.seq

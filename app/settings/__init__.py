@@ -11,8 +11,8 @@ and `dataclasses.replace` copies work as before.
 The fields are grouped by concern, one module each, a frozen dataclass of its fields and
 the properties derived from them: database.py, accounts.py (tokens, login throttling,
 proxies), models.py (model providers), runs.py (the run worker and the turn), tools.py
-(tools and MCP), realtime.py (pub/sub, `/api/ws`), push.py, timers.py (reminders), limits.py (request size,
-budgets), observability.py. `Settings` is all of them at once. A field is
+(tools and MCP), realtime.py (pub/sub, `/api/ws`), push.py, timers.py (reminders), memory.py
+(embeddings), limits.py (request size, budgets), observability.py. `Settings` is all of them at once. A field is
 `name: Annotated[type, Meta(description=...)] = default`, read from NAME; the type's bounds
 are checked, and the table of docs/configuration.md is generated from these (in this
 order: app/settings_docs.py). environment.py reads the variables; base.py holds the
@@ -31,6 +31,7 @@ from app.settings.base import PROJECT_ROOT, SettingsError, StartupError
 from app.settings.database import DEFAULT_SQLITE_PATH, DatabaseSettings
 from app.settings.environment import Variable, values_from, variables_of
 from app.settings.limits import LimitSettings
+from app.settings.memory import MemorySettings
 from app.settings.models import ModelSettings
 from app.settings.observability import ObservabilitySettings
 from app.settings.push import PushSettings
@@ -47,6 +48,7 @@ class Settings(
     ObservabilitySettings,
     LimitSettings,
     TimerSettings,
+    MemorySettings,
     PushSettings,
     RealtimeSettings,
     ToolSettings,

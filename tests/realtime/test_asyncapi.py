@@ -27,7 +27,7 @@ def test_document_covers_every_frame_type() -> None:
     assert set(document["channels"]["ws"]["messages"]) == {
         "subscribe", "unsubscribe", "ping",
         "message", "subscribed", "delta", "tool_output", "tool_arguments", "run", "task", "reset",
-        "pong", "error",
+        "memory", "pong", "error",
     }  # fmt: skip
     for ref in json.dumps(document).split('"$ref": "')[1:]:
         path = ref.split('"', 1)[0].removeprefix("#/").split("/")
@@ -77,6 +77,7 @@ def test_the_openapi_document_carries_the_frames_too() -> None:
             "Plan",
             "PlanStep",
             "PlanStepStatus",
+            "MemoryRead",
         ):
             # openapi.json adds examples (app/lib/openapi_docs.py), e.g. to a tool result
             published = {k: v for k, v in schemas[name].items() if k != "examples"}

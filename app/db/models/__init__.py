@@ -5,6 +5,7 @@ from app.db.models.api_token import ApiToken
 from app.db.models.device import Device
 from app.db.models.mcp_connection import McpConnection, McpOAuthState
 from app.db.models.memory import Memory
+from app.db.models.memory_vector import memory_vectors
 from app.db.models.push import (
     LiveActivity,
     LiveActivityStartToken,
@@ -38,6 +39,7 @@ __all__ = (
     "Thread",
     "ThreadMessage",
     "User",
+    "memory_vectors",
     "push_presence",
     "runner_heartbeats",
 )

@@ -30,7 +30,7 @@ from app.orchestrator.door.errors import (
     retry_after_seconds,
     scrub,
 )
-from app.orchestrator.door.types import ModelCall
+from app.orchestrator.door.types import ModelCall, ModelTarget
 
 # litellm 1.110's TypedDicts use `ReadOnly`: pydantic warns once per type when it first
 # builds one (on a first call), a dozen lines in the server's log that say nothing to us.
@@ -159,3 +159,18 @@ def _mid_stream(exc: BaseException) -> bool:
 
 def _unreachable(exc: BaseException, key: str | None) -> str:
     return "Could not reach the model provider: " + scrub(str(exc).split(" - ", 1)[-1], key)[:300]
+
+
+async def embed(target: ModelTarget, texts: list[str]) -> tuple[list[list[float]], int]:
+    """Embeddings through litellm's public `aembedding` (providers not on the OpenAI
+    wire): the vectors in order and the input tokens."""
+    try:
+        answer = await litellm.aembedding(
+            model=target.wire_model or target.model, input=texts, api_base=target.api_base,
+            api_key=target.api_key, timeout=target.timeout,
+        )  # fmt: skip
+    except Exception as exc:  # litellm's provider errors: the caller retries later
+        raise LLMError("provider", f"Embedding failed: {type(exc).__name__}") from exc
+    vectors = [item["embedding"] for item in answer.data]
+    usage = getattr(answer, "usage", None)
+    return vectors, getattr(usage, "prompt_tokens", 0) or 0

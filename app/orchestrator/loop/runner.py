@@ -41,6 +41,7 @@ from app.orchestrator.loop import deadlines, planner, resume
 from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.loop.delegation import FALLBACK_TYPE, Outcome
 from app.orchestrator.loop.history import load_history
+from app.orchestrator.loop.memory_recall import recall_call
 from app.orchestrator.loop.outage import (
     DB_UNREACHABLE,
     DB_UNREACHABLE_CELL,
@@ -59,14 +60,11 @@ from app.threads.records import StoredMessage
 from app.threads.runs import CANCELLED_BY_USER
 from app.tools.assembly import get_registry
 from app.tools.base import ToolResult
-from app.tools.runtime.toolsets import (
-    action_limits,
-    effective_tools,
-    get_agent_type,
-)
+from app.tools.runtime.toolsets import action_limits, effective_tools, get_agent_type
 from app.tools.schema import narrow_actions
 
 logger = logging.getLogger(__name__)
+REPEATING = "I stopped here: I kept repeating the same tool calls without making progress."
 
 
 async def _ignore_text(_: str) -> None:
@@ -223,8 +221,11 @@ class RunExecution:
     async def _main(self, state: RunState, spec: LoopSpec, messages: list[dict[str, Any]]) -> None:
         if await self._resume(state, spec):  # a parked run: its calls answered, go on
             messages = await resume.history(self.deps, self.run, spec.agent)
-        elif state.options.get("tool_calls"):
-            await self._pre_execute(state, spec, messages)
+        else:
+            if recalled := await recall_call(self.deps, state, spec, messages):
+                await self._execute_turn(state, spec, ModelTurn(tool_calls=[recalled]), messages)
+            if state.options.get("tool_calls"):
+                await self._pre_execute(state, spec, messages)
         if spec.config.planner:  # plan first, then run the plan's steps (planner.py)
             text, note = await self._follow_plan(state, spec, messages)
         else:
@@ -310,10 +311,7 @@ class RunExecution:
                 )
             repeats = repeats + 1 if all(done.duplicate for done in outcomes) else 0
             if repeats >= 2:
-                return (
-                    None,
-                    "I stopped here: I kept repeating the same tool calls without making progress.",
-                )
+                return None, REPEATING
         return (
             None,
             f"I stopped here: I reached the limit of {limit} steps for one request before finishing.",

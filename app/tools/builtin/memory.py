@@ -10,7 +10,7 @@ import msgspec
 
 from app.db.models import Memory
 from app.lib.schema import Schema
-from app.memories import services
+from app.memories import recall, services
 from app.memories.serializers import memory_data
 from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 
@@ -42,7 +42,10 @@ class RecallParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 class SearchParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     query: Annotated[
-        str, msgspec.Meta(min_length=1, max_length=500, description="Words to look for.")
+        str,
+        msgspec.Meta(
+            min_length=1, max_length=500, description="What to look for (meaning and words)."
+        ),
     ]
     limit: Limit | None = None
 
@@ -93,6 +96,12 @@ def memory_result(
     action: Literal["save", "forget"], memory: Memory, **extra: Any
 ) -> MemoryToolResult:
     return msgspec.convert({"action": action, **memory_data(memory), **extra}, MemoryToolResult)
+
+
+def remembered(count: int) -> str:
+    if count == 0:
+        return "Nothing remembered about that"
+    return "Remembered 1 thing" if count == 1 else f"Remembered {count} things"
 
 
 class MemoryTool(Tool):
@@ -159,14 +168,12 @@ class MemoryTool(Tool):
 
     async def search_action(self, ctx: ToolContext, params: SearchParams) -> ToolResult:
         async with ctx.transaction() as session:
-            rows = await services.search_memories(
-                session, ctx.user.id, params.query, params.limit or 10
-            )
-        memories = [_item(m) for m in rows]
+            found, _ = await recall.recall(session, ctx.user.id, params.query, params.limit or 10)
+        memories = [_item(r.memory) for r in found]
         data = MemoryListResult(
             action="search", query=params.query, memories=memories, count=len(memories)
         )
-        return ToolResult.success(data, display_message=f"{len(memories)} memory match(es)")
+        return ToolResult.success(data, display_message=remembered(len(memories)))
 
     async def forget_action(self, ctx: ToolContext, params: ForgetParams) -> ToolResult:
         async with ctx.transaction() as session:

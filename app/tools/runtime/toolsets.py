@@ -42,6 +42,8 @@ class AgentTypeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     delegation: bool = False
     run_timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 300
     planner: bool = False  # plan first (a strict JSON plan), then run the plan's steps
+    # The top N memories about the user's latest message go into the context (0: off).
+    memory_recall: Annotated[int, msgspec.Meta(ge=0, le=10)] = 0
     # MCP servers (the file's `mcp_servers:`) whose tools join this type's toolset
     mcp_servers: list[str] = []
     # How long this type's approvals wait (unset: APPROVAL_TTL_SECONDS), and per tool.

@@ -1,0 +1,126 @@
+"""Recall: the memories about a query, by meaning and by words, fused.
+
+Two rankings of the user's memories: cosine similarity of the query's vector to every
+memory's vector (a per-user scan with numpy, on a worker thread), and the full-text
+search (each dialect's index, app/memories/repository.py). They are fused by reciprocal
+rank fusion (score = Σ 1 / (K + rank)), which needs no common scale between a cosine and
+a bm25 score. A relevance floor keeps unrelated memories out: a memory is recalled when
+its vector is close (`MIN_SIMILARITY`), or when its words match and its meaning is not
+far (`WORDS_MIN_SIMILARITY`: "I" or "my" match nearly every memory in SQLite's index,
+which keeps stop words). A memory not embedded yet is judged by its words alone. With no
+embedder (or one that fails now), recall is the full-text search: the documented fallback.
+Figures: docs/memory.md, from tests/memories/test_recall_quality.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Literal
+from uuid import UUID
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Memory
+from app.memories import embedding, repository, services, vectors
+from app.memories.schemas import MemoryMatch, MemorySearchResults
+from app.memories.serializers import memory_read
+
+logger = logging.getLogger(__name__)
+RRF_K = 60
+MIN_SIMILARITY = 0.35
+WORDS_MIN_SIMILARITY = 0.15
+WORD_CANDIDATES = 50
+
+MatchedBy = Literal["meaning", "words", "both"]
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    memory: Memory
+    agent_name: str | None
+    matched_by: MatchedBy
+    score: float
+
+
+def _close_enough(query: np.ndarray, ids: list[UUID], blobs: list[bytes]) -> dict[UUID, float]:
+    """Cosine similarity of each of the user's memories (CPU: runs on a thread)."""
+    matrix = vectors.unpack_all(blobs, query.shape[0])
+    if matrix.shape[1] != query.shape[0]:
+        return {}
+    return dict(zip(ids, (matrix @ query).tolist(), strict=True))
+
+
+async def _similarities(
+    session: AsyncSession, owner_id: UUID, query: str
+) -> dict[UUID, float] | None:
+    """Each embedded memory's similarity to the query; None: no embedder serves now."""
+    embedder = embedding.current()
+    if embedder is None:
+        return None
+    ids, blobs = await vectors.user_vectors(session, owner_id, embedder.model)
+    if not ids:  # nothing embedded (no memories yet): spare the query's embedding
+        return {}
+    try:
+        query_vector = embedding.normalized(await embedder.embed([query]))[0]
+    except Exception:  # a provider down: recall by words rather than not at all
+        logger.warning("embedding a recall query failed; recalling by words", exc_info=True)
+        return None
+    return await asyncio.to_thread(_close_enough, query_vector, ids, blobs)
+
+
+def _fuse(
+    similar: dict[UUID, float], worded: list[UUID], limit: int
+) -> list[tuple[UUID, MatchedBy, float]]:
+    by_meaning = sorted(
+        (i for i, s in similar.items() if s >= MIN_SIMILARITY), key=lambda i: -similar[i]
+    )
+    by_words = [i for i in worded if similar.get(i, 1.0) >= WORDS_MIN_SIMILARITY]
+    scores: dict[UUID, float] = {}
+    for ranking in (by_meaning, by_words):
+        for rank, memory_id in enumerate(ranking, start=1):
+            scores[memory_id] = scores.get(memory_id, 0.0) + 1.0 / (RRF_K + rank)
+    meaning, words = set(by_meaning), set(by_words)
+    best = sorted(scores, key=lambda i: -scores[i])[:limit]
+    return [
+        (i, "both" if i in meaning and i in words else "meaning" if i in meaning else "words",
+         scores[i])
+        for i in best
+    ]  # fmt: skip
+
+
+async def recall(
+    session: AsyncSession, owner_id: UUID, query: str, limit: int
+) -> tuple[list[Recalled], bool]:
+    """The user's memories about `query`, best first, and whether meaning took part."""
+    similar = await _similarities(session, owner_id, query)
+    worded = await services.search_memories(session, owner_id, query, WORD_CANDIDATES)
+    if similar is None:
+        fused: list[tuple[UUID, MatchedBy, float]] = [(m.id, "words", 0.0) for m in worded[:limit]]
+    else:
+        fused = _fuse(similar, [m.id for m in worded], limit)
+    if not fused:
+        return [], similar is not None
+    rows = await session.execute(
+        repository.with_agent_name(repository.owned_memories(owner_id)).where(
+            Memory.id.in_([i for i, _, _ in fused])
+        )
+    )
+    found = {memory.id: (memory, name) for memory, name in rows}
+    recalled = [
+        Recalled(found[i][0], found[i][1], how, score) for i, how, score in fused if i in found
+    ]
+    return recalled, similar is not None
+
+
+async def search_for_user(
+    session: AsyncSession, owner_id: UUID, query: str, limit: int
+) -> MemorySearchResults:
+    recalled, hybrid = await recall(session, owner_id, query, limit)
+    items = [
+        MemoryMatch(memory=memory_read(r.memory, r.agent_name), matched_by=r.matched_by)
+        for r in recalled
+    ]
+    return MemorySearchResults(query=query, mode="hybrid" if hybrid else "keyword", items=items)

@@ -1,0 +1,30 @@
+"""Memories arranged through the domain, as an agent's `memory` tool saves them."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.db.models import Memory
+from app.memories import embedding, services
+from app.memories.keeper import embed_pending
+
+
+async def save(
+    factory: async_sessionmaker[AsyncSession], owner_id: UUID, content: str,
+    agent_id: UUID | None = None, key: str | None = None,
+) -> Memory:  # fmt: skip
+    async with factory() as session:
+        memory, _ = await services.save_memory(
+            session, owner_id, content=content, key=key, agent_id=agent_id
+        )
+        await session.commit()
+        return memory
+
+
+async def embed_all(factory: async_sessionmaker[AsyncSession]) -> int:
+    """What the keeper does in the background, done now (the test waits for nothing)."""
+    embedder = embedding.current()
+    assert embedder is not None, "the embedded model serves by default"
+    return await embed_pending(factory, embedder)
