@@ -32,7 +32,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tools runtime", ("app.tools.runtime",)),
     (
         "domains",
-        ("app.accounts", "app.agents", "app.tasks", "app.memories", "app.devices", "app.usage"),
+        (
+            "app.accounts",
+            "app.agents",
+            "app.tasks",
+            "app.memories",
+            "app.devices",
+            "app.usage",
+            "app.attachments",
+        ),
     ),
     ("tool kinds", ("app.tools.builtin", "app.tools.mcp")),
     ("tools assembly", ("app.tools.assembly",)),

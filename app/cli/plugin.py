@@ -31,3 +31,7 @@ class CLIPlugin(CLIPluginProtocol):
         from app.connections.cli import connections_group
 
         cli.add_command(connections_group)
+
+        from app.attachments.cli import attachments_group
+
+        cli.add_command(attachments_group)

@@ -33,7 +33,7 @@ from typing import Any
 import msgspec
 
 from app.observability import calls, metrics
-from app.orchestrator.door import model_info
+from app.orchestrator.door import images, model_info
 from app.orchestrator.door.demo_client import DemoClient
 from app.orchestrator.door.errors import LLMError
 from app.orchestrator.door.litellm_client import LiteLLMClient
@@ -241,7 +241,7 @@ async def stream_turn(
     """
     if target.kind is None:
         target = resolve(target, {})
-    call = ModelCall(target, messages, tools, response_format)
+    call = ModelCall(target, await images.resolved(target, messages), tools, response_format)
     attempt = 0
     while True:
         turn, assembler = ModelTurn(), _ToolCallAssembler()
