@@ -195,3 +195,14 @@ async def ids_in_thread(session: AsyncSession, thread_id: UUID) -> list[UUID]:
         .where(ThreadMessage.thread_id == thread_id)
     )
     return list(await session.scalars(query))
+
+
+async def mark_tool_image(
+    session: AsyncSession, attachment: Attachment, thread_id: UUID, tool_call_id: str
+) -> None:
+    """A tool's image belongs to the call's message (deleted with it, never expired)."""
+    query = select(ThreadMessage.id).where(
+        ThreadMessage.thread_id == thread_id, ThreadMessage.tool_call_id == tool_call_id
+    )
+    attachment.message_id = await session.scalar(query.limit(1))
+    await session.flush()

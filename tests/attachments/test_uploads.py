@@ -133,3 +133,14 @@ async def test_another_users_attachment_is_not_found(
     deleted = await files.delete(f"/api/attachments/{body['id']}", headers=ann.headers)
     assert deleted.status_code == 204
     assert_problem(await files.get(f"/api/attachments/{body['id']}", headers=ann.headers), 404)
+
+
+async def test_usage_counts_the_bytes_attachments_take(
+    files: httpx.AsyncClient, ann: ApiUser
+) -> None:
+    before = (await files.get("/api/me/usage", headers=ann.headers)).json()
+    assert before["attachment_bytes"] == 0
+    await upload(files, ann, photo())
+    after = (await files.get("/api/me/usage", headers=ann.headers)).json()
+    # the served image, the model's copy and the thumbnail
+    assert after["attachment_bytes"] > 0
