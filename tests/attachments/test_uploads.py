@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
+
 import httpx
+from PIL import Image
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -144,3 +147,15 @@ async def test_usage_counts_the_bytes_attachments_take(
     after = (await files.get("/api/me/usage", headers=ann.headers)).json()
     # the served image, the model's copy and the thumbnail
     assert after["attachment_bytes"] > 0
+
+
+async def test_a_decompression_bomb_is_refused_before_its_pixels_are_decoded(
+    files: httpx.AsyncClient, ann: ApiUser, db: AsyncSession
+) -> None:
+    # 60 million pixels in a few kilobytes (the limit is 50 million)
+    bomb = io.BytesIO()
+    Image.new("1", (10_000, 6_000)).save(bomb, "PNG")
+    assert len(bomb.getvalue()) < 100_000
+    body = assert_problem(await upload(files, ann, bomb.getvalue(), filename="x.png"), 415)
+    assert "too large" in body["detail"]
+    assert await db.scalar(select(func.count()).select_from(Attachment)) == 0

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from uuid import uuid4
 
 import pytest
 
+from app.orchestrator.door.images import image_reference
+from app.orchestrator.door.llm import fit_to_context
 from tests.attachments.support import GPS_IFD, opened, pdf, photo, upload
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Text
@@ -82,3 +85,18 @@ async def test_a_pdf_reaches_the_model_as_its_text_with_the_page_count(
     assert user["content"][1]["text"].startswith(
         "[The user attached a file: bill.pdf (PDF, 2 pages)]"
     )
+
+
+def test_images_weigh_in_the_context_budget_before_they_are_resolved() -> None:
+    def turn(text: str) -> list[dict]:
+        photo_part = image_reference(uuid4(), "[The user attached a photo: p.jpg]")
+        user = {"role": "user", "content": [{"type": "text", "text": text}, photo_part]}
+        return [user, {"role": "assistant", "content": "a fern"}]
+
+    messages = [{"role": "system", "content": "be brief"}]
+    for index in range(6):
+        messages += turn(f"photo {index}")
+    # ~1,600 tokens an image: a 6,000-token window holds the latest two or three turns
+    kept = fit_to_context("openai/fake-model", messages, None, window=6_000, reserve=0)
+    texts = [m["content"][0]["text"] for m in kept if m["role"] == "user"]
+    assert texts[-1] == "photo 5" and 1 <= len(texts) <= 3

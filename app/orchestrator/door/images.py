@@ -22,6 +22,9 @@ from app.orchestrator.door.types import ModelTarget
 
 logger = logging.getLogger(__name__)
 REFERENCE = "attachment:"
+MARK = b'"url":"attachment:'  # a reference in the encoded prompt (the fitter's rough size)
+# What an image costs in the window, as characters of text (~1,600 tokens; see model_info).
+IMAGE_CHARS = 3 * 1_600
 
 
 def image_reference(attachment_id: UUID, stand_in: str) -> dict[str, Any]:

@@ -292,9 +292,12 @@ def _groups(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 def _rough_chars(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
     """The prompt's size as JSON (keys and quotes included: an over-estimate). Encoded in
-    C: `str()` of the tool schemas alone cost more than the rest of a model call's setup."""
+    C: `str()` of the tool schemas alone cost more than the rest of a model call's setup.
+    An image reference weighs what the image will (images.IMAGE_CHARS), not its URL."""
     try:
-        return len(_json(messages)) + len(_json(tools or []))
+        encoded = _json(messages)
+        images_weight = encoded.count(images.MARK) * images.IMAGE_CHARS
+        return len(encoded) + images_weight + len(_json(tools or []))
     except (TypeError, msgspec.EncodeError):  # not JSON (a provider object): repr it
         return len(str(messages)) + len(str(tools or ""))
 
