@@ -17,6 +17,7 @@ from app.lib.time import utcnow
 from tests.api.support import create_thread, post_message
 from tests.attachments.support import photo, upload
 from tests.conftest import ApiUser
+from tests.support.cli import litestar, ok
 
 
 async def test_deleting_a_thread_deletes_its_attachments_and_their_files(
@@ -66,7 +67,20 @@ async def test_uploads_never_sent_expire_and_orphans_are_found(
         ).status_code == 200
 
     stray = attachments_dir / "0190a3c2-0000-7000-8000-000000000001"
-    stray.mkdir()
+    stray.mkdir(exist_ok=True)
     (stray / "file").write_bytes(b"left by a crash")
     found = {str(i) for i in await orphans(session_factory, storage)}
     assert stray.name in found and not found & {fresh["id"], sent["id"]}
+
+
+def test_the_orphans_command_lists_then_deletes_stray_objects(
+    database_url: str, tmp_path: Path
+) -> None:
+    stray = tmp_path / "0190a3c2-0000-7000-8000-000000000002"
+    stray.mkdir()
+    (stray / "file").write_bytes(b"left by a crash")
+    env = {"ATTACHMENTS_DIR": str(tmp_path), "MCP_DEMO_SERVER": "0"}
+    listed = ok(litestar(database_url, "attachments", "orphans", env=env))
+    assert f"orphan {stray.name}" in listed and stray.exists()
+    deleted = ok(litestar(database_url, "attachments", "orphans", "--delete", env=env))
+    assert f"deleted {stray.name}" in deleted and not stray.exists()
