@@ -16,6 +16,9 @@ from app.accounts.throttle import LoginThrottlePlugin
 from app.accounts.token_cache import TokenCache
 from app.agents.controllers import AgentController
 from app.agents.delegates import provide_specialist_tools
+from app.attachments.controllers import attachment_controller
+from app.attachments.lifecycle import AttachmentExpiry
+from app.attachments.storage import Storage, storage_for
 from app.cli.plugin import CLIPlugin
 from app.connections.controllers import McpOAuthCallbackController, McpServerController
 from app.connections.credentials import VaultCredentials
@@ -134,6 +137,10 @@ def provide_settings(state: State) -> Settings:
     return state.settings
 
 
+def provide_attachment_storage(state: State) -> Storage:
+    return state.attachment_storage
+
+
 def create_app(settings: Settings | None = None) -> Litestar:
     settings = settings or get_settings()
     # Validate agent types and toolsets now: a bad YAML stops startup with a clear message.
@@ -144,7 +151,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
     CREDENTIALS.plug(VaultCredentials())  # per-user MCP tokens, from the connections' vault
     db_config = build_sqlalchemy_config(settings)
     app = Litestar(
-        route_handlers=ROUTES,
+        route_handlers=[*ROUTES, attachment_controller(settings)],
         plugins=[
             SQLAlchemyPlugin(config=db_config),
             problem_details_plugin(),
@@ -158,6 +165,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             TimersPlugin(settings, db_config),  # after push: its reminders are pushes
             # memories' vectors, kept current (a provider's model through the door)
             MemoryVectorKeeper(settings, db_config, provider_embedder(settings)),
+            AttachmentExpiry(settings, db_config),  # uploads no message referenced
             # remote MCP servers' tools (app/tools/mcp/); per-user ones: app/connections/
             McpPlugin(settings, get_registry(), on_catalog=[PerUserServers(settings, db_config)]),
             *observability_plugins(settings),  # request ids, logs, /metrics, traces
@@ -165,6 +173,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         ],
         dependencies={
             "settings": Provide(provide_settings, sync_to_thread=False),
+            "attachment_storage": Provide(provide_attachment_storage, sync_to_thread=False),
             "current_user": Provide(provide_current_user),
             "specialist_tools": Provide(provide_specialist_tools),
             "db_session": session_dependency(db_config),
@@ -174,7 +183,13 @@ def create_app(settings: Settings | None = None) -> Litestar:
         request_max_body_size=settings.max_request_body_bytes,
         request_class=ApiRequest,
         before_send=[add_security_headers],
-        state=State({"settings": settings, "token_cache": TokenCache(settings.auth_cache_seconds)}),
+        state=State(
+            {
+                "settings": settings,
+                "attachment_storage": storage_for(settings.attachments_path),
+                "token_cache": TokenCache(settings.auth_cache_seconds),
+            }
+        ),
         debug=False,
     )
     if settings.gc_freeze_after_startup:

@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "domains",
         (
             "app.accounts", "app.agents", "app.tasks", "app.schedules", "app.memories",
-            "app.devices", "app.usage",
+            "app.devices", "app.usage", "app.attachments",
         ),
     ),
     ("tool kinds", ("app.tools.builtin", "app.tools.mcp")),

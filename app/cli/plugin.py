@@ -35,3 +35,6 @@ class CLIPlugin(CLIPluginProtocol):
         from app.cli.memories import memories_group
 
         cli.add_command(memories_group)
+        from app.attachments.cli import attachments_group
+
+        cli.add_command(attachments_group)

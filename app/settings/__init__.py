@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from app.settings.accounts import AccountSettings
+from app.settings.attachments import AttachmentSettings
 from app.settings.base import PROJECT_ROOT, SettingsError, StartupError
 from app.settings.database import DEFAULT_SQLITE_PATH, DatabaseSettings
 from app.settings.environment import Variable, values_from, variables_of
@@ -46,6 +47,7 @@ from app.settings.tools import ToolSettings
 @dataclass(frozen=True)
 class Settings(
     ObservabilitySettings,
+    AttachmentSettings,
     LimitSettings,
     TimerSettings,
     MemorySettings,

@@ -6,6 +6,7 @@ from litestar import delete, get, patch, post
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SignedInController
+from app.attachments.storage import Storage
 from app.db.models import User
 from app.lib.page_request import PAGE, PageRequest
 from app.lib.problems import problems
@@ -49,7 +50,12 @@ class ThreadController(SignedInController):
 
     @delete("/{thread_id:uuid}", operation_id="DeleteThread", responses=problems(404))
     async def delete_thread(
-        self, thread_id: UUID, db_session: AsyncSession, current_user: User
+        self,
+        thread_id: UUID,
+        db_session: AsyncSession,
+        current_user: User,
+        attachment_storage: Storage,
     ) -> None:
+        """Delete the thread, its messages and their attachments (stored files too)."""
         thread = await services.get_owned_thread(db_session, current_user, thread_id)
-        await services.delete_thread(db_session, thread)
+        await services.delete_thread(db_session, thread, attachment_storage)

@@ -18,6 +18,7 @@ from litestar.serialization import encode_json
 from sqlalchemy import Select, Text, bindparam, cast, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from app.attachments.schemas import AttachmentRead
 from app.db import direct
 from app.db.models import Thread, ThreadMessage, User
 from app.lib.problems import ProblemException
@@ -29,6 +30,7 @@ from app.threads.services import get_owned_thread
 
 _activity = msgspec.json.Decoder(ToolActivity)
 _plan = msgspec.json.Decoder(Plan)
+_attachments = msgspec.json.Decoder(list[AttachmentRead])
 # SQL NULL, a JSON null and an empty object all mean "no tool activity".
 _NO_ACTIVITY = {None, "null", "{}"}
 
@@ -44,6 +46,7 @@ COLUMNS = (
     ThreadMessage.client_message_id,
     cast(ThreadMessage.tool_activity, Text).label("tool_activity"),
     cast(ThreadMessage.plan, Text).label("plan"),
+    cast(ThreadMessage.attachments, Text).label("attachments"),
     ThreadMessage.created_at,
     ThreadMessage.updated_at,
 )
@@ -59,6 +62,7 @@ def row_to_read(row: Any) -> ThreadMessageRead:
         row,
         None if activity in _NO_ACTIVITY else _activity.decode(activity),
         None if plan in _NO_ACTIVITY else _plan.decode(plan),
+        None if row.attachments in _NO_ACTIVITY else _attachments.decode(row.attachments),
     )
 
 

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from uuid_utils.compat import uuid7
 
+from app.attachments import services as attachments
 from app.db.models import Agent, Run, Thread, ThreadMessage
 from app.lib.lookup import one_or_404
 from app.lib.problems import ProblemException
@@ -84,6 +85,8 @@ async def post_user_message(
     if rejects:
         await _refuse_if_busy(session, thread)
     run_id = uuid7()
+    ids = data.attachment_ids or []
+    sent = await attachments.unsent_attachments(session, thread.owner_id, ids) if ids else []
     message = await create_message(
         session,
         thread.id,
@@ -91,7 +94,10 @@ async def post_user_message(
         content=data.content,
         client_message_id=data.client_message_id,
         run_id=run_id,
+        attachments=[attachments.snapshot(a) for a in sent] or None,
     )
+    if ids:
+        await attachments.mark_sent(session, ids, message.id)
     run = await queue_run(
         session, thread, run_id=run_id, trigger_message_id=message.id, options=run_options(data)
     )

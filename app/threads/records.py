@@ -36,6 +36,7 @@ class StoredMessage(msgspec.Struct, kw_only=True):
     tool_calls: list[dict[str, Any]] | None
     tool_call_id: str | None
     plan: dict[str, Any] | None
+    attachments: list[dict[str, Any]] | None = None
     created_at: datetime
     updated_at: datetime
 

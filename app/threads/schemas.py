@@ -6,6 +6,7 @@ from uuid import UUID
 
 import msgspec
 
+from app.attachments.schemas import AttachmentRead
 from app.lib.openapi import name_items, open_enum, refer_property
 from app.lib.schema import Input, NonNegativeInt, Schema
 from app.threads.activity import ToolStatus
@@ -20,6 +21,7 @@ MessageContent = Annotated[str, msgspec.Meta(min_length=1, max_length=32_000)]
 ClientMessageId = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 ToolName = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 Title = Annotated[str, msgspec.Meta(max_length=200)]
+MAX_ATTACHMENTS = 10  # photos and files in one message (part of the API schema)
 
 
 # A cell's `data`: stored as the tool wrote it, published as the union `ToolData` of
@@ -84,6 +86,8 @@ class ThreadMessageRead(Schema, kw_only=True, omit_defaults=True):
     client_message_id: str | None
     tool_activity: ToolActivity | None = None
     plan: Plan | None = None  # a planner run's plan cell (app/threads/plan.py)
+    # A user message's photos and files, in the order sent (absent when none).
+    attachments: list[AttachmentRead] = msgspec.field(default_factory=list)
     created_at: datetime
     updated_at: datetime
 
@@ -212,6 +216,8 @@ class MessageCreate(Input):
     tool_calls: Annotated[list[ToolName | ToolCallRequest], msgspec.Meta(max_length=20)] | None = (
         None
     )
+    # Uploads (`UploadAttachment`) this message sends; each is sent once.
+    attachment_ids: Annotated[list[UUID], msgspec.Meta(max_length=MAX_ATTACHMENTS)] | None = None
 
 
 class MessagePosted(Schema):

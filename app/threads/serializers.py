@@ -7,6 +7,7 @@ from uuid import UUID
 
 import msgspec
 
+from app.attachments.schemas import AttachmentRead
 from app.db.models import Run, Thread, ThreadMessage
 from app.threads.plan import Plan
 from app.threads.records import StoredMessage, StoredRun
@@ -21,7 +22,10 @@ from app.threads.schemas import (
 
 
 def message_read_of(
-    row: Any, tool_activity: ToolActivity | None, plan: Plan | None = None
+    row: Any,
+    tool_activity: ToolActivity | None,
+    plan: Plan | None = None,
+    attachments: list[AttachmentRead] | None = None,
 ) -> ThreadMessageRead:
     """The one message -> ThreadMessageRead conversion, for an ORM ThreadMessage or a plain
     row of the same columns; its cell comes already decoded (from the ORM's dict, or
@@ -38,17 +42,19 @@ def message_read_of(
         client_message_id=row.client_message_id,
         tool_activity=tool_activity,
         plan=plan,
+        attachments=attachments or [],
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
 
 
 def message_read(message: ThreadMessage | StoredMessage) -> ThreadMessageRead:
-    activity, plan = message.tool_activity, message.plan
+    activity, plan, attachments = message.tool_activity, message.plan, message.attachments
     return message_read_of(
         message,
         msgspec.convert(activity, ToolActivity) if activity else None,
         msgspec.convert(plan, Plan) if plan else None,
+        msgspec.convert(attachments, list[AttachmentRead]) if attachments else None,
     )
 
 

@@ -7,6 +7,8 @@ from uuid import UUID
 from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.attachments import services as attachments
+from app.attachments.storage import Storage
 from app.db.models import Thread, User
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
@@ -90,5 +92,8 @@ async def rename_thread(session: AsyncSession, thread: Thread, title: str | None
     return thread
 
 
-async def delete_thread(session: AsyncSession, thread: Thread) -> None:
+async def delete_thread(session: AsyncSession, thread: Thread, storage: Storage) -> None:
+    """The rows go by cascade; the attachments' objects once that committed."""
+    sent = await attachments.ids_in_thread(session, thread.id)
     await session.execute(delete(Thread).where(Thread.id == thread.id))
+    attachments.delete_after_commit(session, storage, sent)

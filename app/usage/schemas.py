@@ -28,4 +28,6 @@ class UsageRead(Schema, omit_defaults=True):
     cached_tokens: NonNegativeInt
     reasoning_tokens: NonNegativeInt
     cost_usd: float  # runs whose model has no known price count 0
+    # What your attachments take in storage now, every object counted (the quota's measure).
+    attachment_bytes: NonNegativeInt
     budget: UsageBudget | None = None  # left out without a budget

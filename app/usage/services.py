@@ -8,6 +8,7 @@ from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.attachments.services import stored_bytes
 from app.settings import Settings
 from app.usage.budget import budget_of, has_budget, month_bounds
 from app.usage.repository import usage_since
@@ -26,4 +27,5 @@ async def usage_report(
     if has_budget(settings):
         month = await usage_since(session, user_id, month_bounds(now)[0])
         budget = budget_of(settings, month, now)
-    return UsageRead(since=start, **asdict(totals), budget=budget)  # same names as Totals
+    stored = await stored_bytes(session, user_id)
+    return UsageRead(since=start, **asdict(totals), attachment_bytes=stored, budget=budget)

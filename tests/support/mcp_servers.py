@@ -4,6 +4,8 @@ over stateless Streamable HTTP on real sockets (uvicorn in a thread, like the de
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
@@ -17,7 +19,8 @@ from mcp.server.mcpserver import (
     Resolve,
 )
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, ImageContent, TextContent
+from PIL import Image
 from pydantic import BaseModel
 
 from app.tools.mcp.demo_server import RunningServer, serve_in_thread, streamable_app
@@ -36,6 +39,15 @@ async def ask_seats(show: str) -> Elicit[Seats]:
 class Counted(BaseModel):
     steps: int
     note: str
+
+
+def chart_png() -> str:
+    """A small chart-like PNG, base64 as MCP carries images."""
+    image = Image.new("RGB", (64, 48), (250, 250, 250))
+    image.paste((40, 90, 200), (8, 20, 24, 48))
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return base64.b64encode(out.getvalue()).decode()
 
 
 def build_test_server() -> MCPServer:
@@ -91,6 +103,16 @@ def build_test_server() -> MCPServer:
         """A hostile result: only structured content, `rows` rows of ~130 bytes each."""
         table = [{"row": index, "payload": "x" * 100} for index in range(rows)]
         return CallToolResult(content=[], structured_content={"rows": table})
+
+    @server.tool()
+    def chart(title: str) -> CallToolResult:
+        """An image result, as a charting or map tool returns one (a PNG, base64)."""
+        return CallToolResult(
+            content=[
+                TextContent(type="text", text=f"Here is {title}."),
+                ImageContent(type="image", data=chart_png(), mime_type="image/png"),
+            ]
+        )
 
     @server.tool()
     def secret_only() -> str:

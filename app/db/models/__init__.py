@@ -2,6 +2,7 @@
 
 from app.db.models.agent import Agent
 from app.db.models.api_token import ApiToken
+from app.db.models.attachment import Attachment
 from app.db.models.device import Device
 from app.db.models.mcp_connection import McpConnection, McpOAuthState
 from app.db.models.memory import Memory
@@ -24,6 +25,7 @@ from app.db.models.user import User
 __all__ = (
     "Agent",
     "ApiToken",
+    "Attachment",
     "Device",
     "LiveActivity",
     "LiveActivityStartToken",

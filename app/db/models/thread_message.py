@@ -36,3 +36,6 @@ class ThreadMessage(Base):
     tool_call_id: Mapped[str | None] = mapped_column(String(100), default=None)
     # A planner run's plan cell (app/threads/plan.py); null on every other message.
     plan: Mapped[dict[str, Any] | None] = mapped_column(JsonB, default=None)
+    # The attachments a user message references, as the app shows them (app/attachments):
+    # kept on the row so every read and frame carries them without a join.
+    attachments: Mapped[list[dict[str, Any]] | None] = mapped_column(JsonB, default=None)

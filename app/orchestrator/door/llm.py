@@ -33,7 +33,7 @@ from typing import Any
 import msgspec
 
 from app.observability import calls, metrics
-from app.orchestrator.door import model_info
+from app.orchestrator.door import images, model_info
 from app.orchestrator.door.demo_client import DemoClient
 from app.orchestrator.door.errors import LLMError
 from app.orchestrator.door.litellm_client import LiteLLMClient
@@ -241,7 +241,7 @@ async def stream_turn(
     """
     if target.kind is None:
         target = resolve(target, {})
-    call = ModelCall(target, messages, tools, response_format)
+    call = ModelCall(target, await images.resolved(target, messages), tools, response_format)
     attempt = 0
     while True:
         turn, assembler = ModelTurn(), _ToolCallAssembler()
@@ -292,9 +292,12 @@ def _groups(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 def _rough_chars(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
     """The prompt's size as JSON (keys and quotes included: an over-estimate). Encoded in
-    C: `str()` of the tool schemas alone cost more than the rest of a model call's setup."""
+    C: `str()` of the tool schemas alone cost more than the rest of a model call's setup.
+    An image reference weighs what the image will (images.IMAGE_CHARS), not its URL."""
     try:
-        return len(_json(messages)) + len(_json(tools or []))
+        encoded = _json(messages)
+        images_weight = encoded.count(images.MARK) * images.IMAGE_CHARS
+        return len(encoded) + images_weight + len(_json(tools or []))
     except (TypeError, msgspec.EncodeError):  # not JSON (a provider object): repr it
         return len(str(messages)) + len(str(tools or ""))
 

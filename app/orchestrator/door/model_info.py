@@ -69,5 +69,33 @@ def price(target: ModelTarget, usage: Usage) -> float | None:
     return total / 1_000_000
 
 
+@functools.lru_cache(maxsize=256)
+def supports_images(model: str) -> bool:
+    """Whether litellm's map says the model reads image inputs."""
+    info = _info(model)
+    return bool(info and info.get("supports_vision"))
+
+
+# What an image costs in the window, counted before it is resolved (a 2048-px image is
+# ~1,100 tokens at OpenAI's high detail, ~1,600 at Anthropic's): as text of that size.
+IMAGE_STAND_IN = "image " * 1_600
+
+
+def _countable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Image parts as text of their cost (litellm would fetch or decode them to count)."""
+    out = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            parts = [
+                {"type": "text", "text": IMAGE_STAND_IN} if p.get("type") == "image_url" else p
+                for p in content
+                if isinstance(p, dict)
+            ]
+            message = {**message, "content": parts}
+        out.append(message)
+    return out
+
+
 def count_tokens(model: str, messages: list[dict[str, Any]], tools: Any) -> int:
-    return litellm.token_counter(model=model, messages=messages, tools=tools)
+    return litellm.token_counter(model=model, messages=_countable(messages), tools=tools)

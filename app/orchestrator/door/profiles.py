@@ -132,6 +132,8 @@ def profile_target(
         agent_type=base.agent_type,
         stream_usage=profile.stream_usage,
         max_connections=profile.max_connections or base.max_connections,
+        image_store=base.image_store,
+        vision=base.vision,
     )
 
 

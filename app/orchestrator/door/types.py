@@ -149,6 +149,11 @@ class ModelTarget:
     # Connections our client holds open to this target's provider (one per streaming call;
     # beyond them calls wait for one): LLM_MAX_CONNECTIONS_PER_PROVIDER or the profile's.
     max_connections: int = 1000
+    # Images in the prompt (app/orchestrator/door/images.py): where their bytes are (an
+    # attachments Storage; None: every image gets its text stand-in), and whether the
+    # model reads them although litellm's map does not say so (LLM_VISION_MODELS).
+    image_store: Any = field(default=None, repr=False, compare=False)
+    vision: bool = False
 
     @property
     def provider(self) -> str:

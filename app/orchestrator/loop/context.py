@@ -12,6 +12,7 @@ from uuid import UUID
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.attachments.storage import Storage, storage_for
 from app.db.models import Agent, Run, User
 from app.db.reads import reading
 from app.orchestrator.door.llm import ModelTarget, target_for
@@ -72,9 +73,11 @@ class RunnerDeps:
     _inflight: set[asyncio.Task[Any]] = field(default_factory=set)
     # Sessions for work that only reads (no BEGIN/COMMIT on PostgreSQL: app/db/reads.py).
     read_sessions: async_sessionmaker[AsyncSession] = field(init=False)
+    image_store: Storage = field(init=False)  # attachments' bytes, for the model's images
 
     def __post_init__(self) -> None:
         self.read_sessions = reading(self.session_factory)
+        self.image_store = storage_for(self.settings.attachments_path)
 
     async def write(
         self, work: Callable[[AsyncSession], Awaitable[T]], session: AsyncSession | None = None
@@ -135,6 +138,8 @@ class RunnerDeps:
             fast_stream=settings.llm_fast_stream,
             agent_type=agent.agent_type or "",
             max_connections=settings.llm_max_connections_per_provider,
+            image_store=self.image_store,
+            vision=(model or agent.model or settings.llm_model) in settings.llm_vision_models,
         )
         return target_for(base, load_profiles(settings.llm_profiles_file, settings.llm_profiles))
 

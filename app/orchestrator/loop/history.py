@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import direct
 from app.db.models import ThreadMessage
 from app.orchestrator.door.llm import cut_text
+from app.orchestrator.loop.attachment_parts import document_texts, replayed_images, user_content
 from app.threads.activity import INTERRUPTED, failure_content
 from app.tools.bounds import DEFAULT_MAX_BYTES
 
@@ -35,6 +36,7 @@ _messages = ThreadMessage.__table__
 class HistoryRow(Protocol):
     """What the conversation is rebuilt from: a message row (or a ThreadMessage)."""
 
+    id: UUID
     role: str
     content: str | None
     tool_calls: list[dict[str, Any]] | None
@@ -42,6 +44,7 @@ class HistoryRow(Protocol):
     tool_activity: dict[str, Any] | None
     run_id: UUID | None
     position: int
+    attachments: list[dict[str, Any]] | None
 
 
 # Built once (every run reads it); the columns it needs as plain rows, on the table
@@ -82,9 +85,13 @@ def _tool_content(row: HistoryRow) -> str:
 
 
 def to_model_messages(
-    rows: Sequence[HistoryRow], until_run: UUID | None = None
+    rows: Sequence[HistoryRow],
+    until_run: UUID | None = None,
+    texts: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
+    """`texts`: the documents' text by attachment id (`document_texts`)."""
     out: list[dict[str, Any]] = []
+    replay = replayed_images(sorted(rows, key=lambda row: row.position))
     pending: dict[str, dict[str, Any] | None] = {}  # call id -> its answer, in call order
 
     def flush_pending() -> None:
@@ -110,7 +117,8 @@ def to_model_messages(
             continue
         flush_pending()
         if row.role == "user":
-            out.append({"role": "user", "content": row.content or ""})
+            content = user_content(row.content or "", row.attachments, texts or {}, replay)
+            out.append({"role": "user", "content": content})
         elif row.role == "assistant":
             message: dict[str, Any] = {"role": "assistant", "content": row.content or None}
             if row.tool_calls:
@@ -127,7 +135,7 @@ async def load_history(
     session: AsyncSession, thread_id: UUID, system_prompt: str | None, run_id: UUID | None = None
 ) -> list[dict[str, Any]]:
     rows: Sequence[Any] = (await direct.execute(session, _LATEST, {"thread_id": thread_id})).rows
-    messages = to_model_messages(rows, run_id)
+    messages = to_model_messages(rows, run_id, await document_texts(session, rows))
     while messages and messages[0]["role"] == "tool":
         messages.pop(0)  # the read window cut a turn in half
     return [{"role": "system", "content": system_prompt or DEFAULT_SYSTEM_PROMPT}, *messages]

@@ -18,11 +18,13 @@ from typing import Any, cast
 import mcp.types as mcp_types
 import msgspec
 
+from app.attachments.schemas import AttachmentRead
 from app.tools.base import Tool, ToolContext, ToolData, ToolResult
 from app.tools.json_schema import invalid_arguments
 from app.tools.mcp.connect import StatusWatch, connect, describe_failure
 from app.tools.mcp.credentials import CREDENTIALS
 from app.tools.mcp.elicitation import Elicitation
+from app.tools.mcp.images import store_images
 from app.tools.mcp.naming import tool_name
 from app.tools.mcp_config import McpServerSpec
 from app.tools.results import ToolProgress
@@ -42,6 +44,8 @@ class McpToolResult(ToolData, tag="mcp_result", kw_only=True, omit_defaults=True
     tool: str
     structured_content: Any = None
     text: str | None = None
+    # Images the tool returned, kept as your attachments (`GET /api/attachments/{id}/…`).
+    images: list[AttachmentRead] | None = None
 
 
 class RemoteArguments(msgspec.Struct):
@@ -135,7 +139,8 @@ class McpTool(Tool):
             return self._transport_failure(exc, watch)
         if asking.expired:  # the server was told `cancel`; the call timed out on the user
             return _input_expired(self.spec.name)
-        return self.result(result)
+        images, notes = await store_images(ctx, self.spec.name, self.remote, result)
+        return self.result(result, images, notes)
 
     async def _call(
         self,
@@ -178,8 +183,13 @@ class McpTool(Tool):
             server=self.spec.name,
         )
 
-    def result(self, result: mcp_types.CallToolResult) -> ToolResult:
-        text = _text_of(result)
+    def result(
+        self,
+        result: mcp_types.CallToolResult,
+        images: list[AttachmentRead] | None = None,
+        notes: list[str] | None = None,
+    ) -> ToolResult:
+        text = "\n".join(part for part in (_text_of(result), *(notes or [])) if part)
         if result.is_error:
             return ToolResult.failure(
                 text or f"{self.remote} reported an error.",
@@ -192,6 +202,7 @@ class McpTool(Tool):
             tool=self.remote,
             structured_content=result.structured_content,
             text=text[:MAX_TEXT_CHARS] or None,
+            images=images or None,
         )
         if len(text) > MAX_TEXT_CHARS:  # the rest of the result is bounded by the executor
             data = msgspec.structs.replace(data, truncated=True)

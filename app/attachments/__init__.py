@@ -1,0 +1,1 @@
+"""Attachments: files users upload into a conversation and images tools return."""

@@ -1,0 +1,61 @@
+"""An MCP tool returning an image: the cell shows it as an attachment of the user."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from app.tools.mcp.demo_server import RunningServer
+from tests.attachments.support import opened
+from tests.orchestrator.support import OrchestratorApi
+from tests.support.fake_llm import Call, Text, ToolCalls
+from tests.support.mcp_servers import build_test_app, running
+from tests.support.test_tools import register_test_tools, write_agent_types
+
+
+@pytest.fixture(scope="module")
+def mcp_server() -> Iterator[RunningServer]:
+    with running(build_test_app()) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def agent_types_file(tmp_path_factory: pytest.TempPathFactory, mcp_server: RunningServer) -> Path:
+    register_test_tools()
+    path = write_agent_types(tmp_path_factory.mktemp("mcp_image_agent_types"))
+    data = yaml.safe_load(path.read_text())
+    data["mcp_servers"] |= {"t": {"url": mcp_server.url, "tools": ["chart"]}}
+    data["agent_types"]["tester"]["mcp_servers"] = ["t"]
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture(scope="module")
+def settings_overrides(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return {"attachments_dir": str(tmp_path_factory.mktemp("attachments"))}
+
+
+async def test_an_image_result_becomes_an_attachment_shown_in_the_cell(
+    api: OrchestratorApi,
+) -> None:
+    api.llm.script(ToolCalls(Call("t__chart", {"title": "sales"})), Text("There it is."))
+    thread_id, run = await api.turn("chart my sales")
+    assert run["status"] == "completed", run
+    [cell] = [m["tool_activity"] for m in await api.tool_messages(thread_id)]
+    assert cell["status"] == "success", cell
+    [image] = cell["data"]["images"]
+    assert image["kind"] == "image" and image["content_type"] == "image/png"
+    assert (image["width"], image["height"]) == (64, 48) and image["blurhash"]
+    assert cell["data"]["text"].startswith("Here is sales.")
+
+    content = await api.client.get(f"/api/attachments/{image['id']}/content", headers=api.headers)
+    assert content.status_code == 200 and opened(content.content).size == (64, 48)
+    thumb = await api.client.get(f"/api/attachments/{image['id']}/thumbnail", headers=api.headers)
+    assert thumb.status_code == 200
+    # it belongs to the call's message: deleting the thread deletes it
+    await api.client.delete(f"/api/threads/{thread_id}", headers=api.headers)
+    gone = await api.client.get(f"/api/attachments/{image['id']}", headers=api.headers)
+    assert gone.status_code == 404
