@@ -27,6 +27,7 @@ class StoredMessage(msgspec.Struct, kw_only=True):
     thread_id: UUID
     run_id: UUID | None
     position: int
+    parent_id: UUID | None
     seq: int
     role: str
     content: str | None
