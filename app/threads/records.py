@@ -28,6 +28,7 @@ class StoredMessage(msgspec.Struct, kw_only=True):
     run_id: UUID | None
     position: int
     parent_id: UUID | None
+    sibling_ids: list[str] | None
     seq: int
     role: str
     content: str | None

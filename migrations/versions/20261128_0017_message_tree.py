@@ -4,6 +4,7 @@ A user can edit a question or ask for another answer: the new version is a sibli
 the old one (the same parent), and the thread shows the branch that ends at its current
 leaf. Existing threads become one branch each: a message's parent is the message before
 it (by position), the thread's current leaf its last message.
+`sibling_ids` is null on a message that is the only version (every existing one).
 
 Revision ID: 0017_message_tree
 Revises: 0014_mcp_refresh_claim
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 import advanced_alchemy.types
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 revision: str = "0017_message_tree"
 down_revision: str | None = "0014_mcp_refresh_claim"
@@ -46,6 +48,13 @@ def upgrade() -> None:
         batch.add_column(
             sa.Column("parent_id", advanced_alchemy.types.guid.GUID(length=16), nullable=True)
         )
+        batch.add_column(
+            sa.Column(
+                "sibling_ids",
+                sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+                nullable=True,
+            )
+        )
         batch.create_index("ix_thread_messages_parent", ["thread_id", "parent_id"], unique=False)
     with op.batch_alter_table("threads") as batch:
         batch.add_column(
@@ -60,4 +69,5 @@ def downgrade() -> None:
         batch.drop_column("current_leaf_id")
     with op.batch_alter_table("thread_messages") as batch:
         batch.drop_index("ix_thread_messages_parent")
+        batch.drop_column("sibling_ids")
         batch.drop_column("parent_id")

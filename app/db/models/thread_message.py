@@ -29,6 +29,10 @@ class ThreadMessage(Base):
     # The message this one follows on its branch (None: the thread's first). Siblings
     # (children of one parent) are versions: an edited question, a regenerated answer.
     parent_id: Mapped[UUID | None] = mapped_column(GUID, default=None)
+    # Every version beside this one, itself included (ids as text, in creation order), or
+    # None: the only one. Kept on the row so that a version added or deleted is a change
+    # of each sibling (a new seq, a frame), and reads need no second query.
+    sibling_ids: Mapped[list[str] | None] = mapped_column(JsonB, default=None)
     seq: Mapped[int] = mapped_column(BigInteger)
     role: Mapped[str] = mapped_column(String(16))
     content: Mapped[str | None] = mapped_column(Text, default=None)
