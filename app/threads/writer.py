@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Update, bindparam, select, update
+from sqlalchemy import Update, bindparam, delete, select, update
 from sqlalchemy.exc import NoResultFound
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
@@ -37,6 +37,7 @@ from app.db import direct
 from app.db.direct import flush_pending
 from app.db.models import ThreadMessage
 from app.lib.time import utcnow
+from app.threads import fence
 from app.threads.changes import message_changed
 from app.threads.records import StoredMessage, stored_message
 from app.threads.writer_bump import (
@@ -83,8 +84,9 @@ async def create_message_with(
 ) -> tuple[StoredMessage | None, dict[str, Any] | None]:
     """writer_creates.insert_message_with, a new version's siblings recorded after it."""
     message, also_row, forked = await insert_message_with(session, thread_id, fields, also, params)
-    if forked and message is not None:
-        await record_versions(session, message)
+    if forked and message is not None and also_row is not None:
+        with fence.released():  # `also` (a run's end) checked the lease, and ended it
+            await record_versions(session, message)
     return message, also_row
 
 
@@ -220,12 +222,44 @@ def _bump_and_update(names: tuple[str, ...], fenced: bool) -> Update:
     return statement
 
 
+_SET_LEAF = (
+    update(threads)
+    .where(threads.c.id == bindparam("b_thread"))
+    .values(current_leaf_id=bindparam("b_leaf"))
+)
+
+
+async def move_leaf(session: AsyncSession, thread_id: UUID, leaf: StoredMessage | None) -> None:
+    """The thread shows the branch ending at `leaf` from now on (None: no message left).
+    The leaf is written again (a new seq, a frame), so that every device hears of the
+    switch in order and cached pages of the old branch go stale."""
+    if leaf is None:
+        await bump(session, thread_id, 1, new=False)
+    else:
+        await update_message(session, leaf)
+    await direct.execute(
+        session, _SET_LEAF, {"b_thread": thread_id, "b_leaf": getattr(leaf, "id", None)}
+    )
+
+
+async def delete_messages(session: AsyncSession, thread_id: UUID, ids: list[UUID]) -> None:
+    """Delete messages of a thread (a branch: the caller moves the leaf and rewrites the
+    siblings left, both of which give new seqs)."""
+    for start in range(0, len(ids), 500):  # bounded IN lists
+        chunk = ids[start : start + 500]
+        await session.execute(
+            delete(messages).where(messages.c.thread_id == thread_id, messages.c.id.in_(chunk))
+        )
+
+
 __all__ = (
     "create_message",
     "create_message_with",
     "create_messages",
     "creates_alone",
+    "delete_messages",
     "lock_thread",
+    "move_leaf",
     "record_versions",
     "update_message",
     "versions_of",
