@@ -197,3 +197,38 @@ async def test_delete_a_branch_removes_its_messages_and_cells_only(api: Orchestr
     assert len(await api.messages(other_thread)) == 2
     again = await api.client.delete(_url(thread_id, question["id"]), headers=api.headers)
     assert again.status_code == 404
+
+
+async def test_a_device_that_missed_a_switch_catches_up(api: OrchestratorApi) -> None:
+    api.llm.script(Text("one"), Text("two"))
+    thread_id, _ = await api.turn("a number?")
+    _, first = await api.messages(thread_id)
+    url = f"/api/threads/{thread_id}/messages"
+    regenerated = await _act(api, thread_id, first["id"], "regenerate")
+    await api.wait_run(thread_id, regenerated.json()["run"]["id"])
+    # the other device last synced here, then missed a switch back to the first answer
+    cursor = (await api.client.get(url, headers=api.headers)).json()["last_seq"]
+    switched_frames = len(api.frames.frames)
+    await _act(api, thread_id, first["id"], "switch")
+    live = [
+        f.message.id
+        for _, f in api.frames.frames[switched_frames:]
+        if type(f).__name__ == "MessageFrame"
+    ]
+    assert [str(i) for i in live] == [first["id"]]  # the new leaf, live, with a new seq
+    synced = (await api.client.get(url, params={"after_seq": cursor}, headers=api.headers)).json()
+    assert synced["current_leaf_id"] == first["id"]
+    assert [m["id"] for m in synced["items"]] == [first["id"]]
+    # its view (what it held, the changes applied by id, the branch to the leaf) is a GET's
+    held = {
+        m["id"]: m
+        for m in (await api.client.get(url, params={"after_seq": 0}, headers=api.headers)).json()[
+            "items"
+        ]
+    }
+    held.update({m["id"]: m for m in synced["items"]})
+    branch, at = [], synced["current_leaf_id"]
+    while at is not None:
+        branch.insert(0, held[at])
+        at = held[at]["parent_id"]
+    assert branch == await api.messages(thread_id)
