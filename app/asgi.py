@@ -54,6 +54,7 @@ from app.schedules.controllers import ScheduleController
 from app.settings import Settings, get_settings
 from app.tasks.controllers import TaskController
 from app.threads import run_metrics
+from app.threads.branch_controllers import BranchController
 from app.threads.controllers import ThreadController
 from app.threads.message_controllers import MessageController
 from app.threads.run_controllers import RunController
@@ -76,6 +77,7 @@ ROUTES = [
     AgentController,
     ThreadController,
     MessageController,
+    BranchController,
     WaitAnswerController,
     RunController,
     TaskController,

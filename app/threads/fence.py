@@ -21,6 +21,8 @@ the reaper was just changing and land after the reaper closed the run's cells.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +70,17 @@ def held() -> Lease | None:
     return _held.get()
 
 
+@contextmanager
+def released() -> Iterator[None]:
+    """Write without the lease for a while: for what follows from a write the lease
+    guarded (a run's answer's version list, written after the end that checked it)."""
+    token = _held.set(None)
+    try:
+        yield
+    finally:
+        _held.reset(token)
+
+
 def holds() -> Exists:
     """EXISTS (the run still running under the lease given as `f_run`, `f_owner`,
     `f_epoch`), for a statement's WHERE; FOR SHARE on PostgreSQL (see the module's doc;
@@ -92,4 +105,4 @@ def params(lease: Lease) -> dict[str, Any]:
     return {"f_run": lease.run_id, "f_owner": lease.owner, "f_epoch": lease.epoch}
 
 
-__all__ = ("Fenced", "Lease", "held", "hold", "holds", "params")
+__all__ = ("Fenced", "Lease", "held", "hold", "holds", "params", "released")

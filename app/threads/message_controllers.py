@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-from litestar import MediaType, Response, get, post
+from litestar import MediaType, Response, delete, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -13,7 +13,7 @@ from app.db.models import User
 from app.lib.pagination import DEFAULT_PAGE_SIZE, PageLimit, page_size
 from app.lib.problems import problems
 from app.settings import Settings
-from app.threads import messages
+from app.threads import branches, messages
 from app.threads.message_reads import latest_page_json, list_owned_messages
 from app.threads.schemas import MessageCreate, MessagePage, MessagePosted, ThreadMessageRead
 from app.threads.serializers import message_read, run_read
@@ -92,3 +92,17 @@ class MessageController(SignedInController):
     ) -> ThreadMessageRead:
         thread = await get_owned_thread(db_session, current_user, thread_id)
         return message_read(await messages.get_message(db_session, thread, message_id))
+
+    @delete(
+        "/{message_id:uuid}",
+        operation_id="DeleteMessage",
+        status_code=204,
+        responses=problems(404, 409),
+    )
+    async def delete_message(
+        self, thread_id: UUID, message_id: UUID, db_session: AsyncSession, current_user: User
+    ) -> None:
+        """Delete a message and the branch below it (its cells too; what its tools did,
+        such as a task created, stays). 409 while a run is under way."""
+        thread = await get_owned_thread(db_session, current_user, thread_id)
+        await branches.delete_branch(db_session, thread, message_id)

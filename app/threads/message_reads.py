@@ -1,5 +1,10 @@
 """The message-page read path, kept lean because the app polls it.
 
+The latest page and older history are the thread's current branch: a recursive walk up
+by `parent_id` from the current leaf (or from the message before `before_position`), one
+primary-key probe a row and at most a page of rows, as cheap on a 5,000-message thread as
+on a short one. `after_seq` (sync) stays every change, of every branch.
+
 One statement reads the page and checks ownership (joined with the thread, which also
 gives `last_seq` from the same snapshot); only an empty result needs a second query to
 tell "not yours / no such thread" (404) from "no messages". Rows are plain columns (no
@@ -15,7 +20,7 @@ from uuid import UUID
 
 import msgspec
 from litestar.serialization import encode_json
-from sqlalchemy import Select, Text, bindparam, cast, select
+from sqlalchemy import Select, Text, bindparam, case, cast, exists, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.attachments.schemas import AttachmentRead
@@ -29,6 +34,7 @@ from app.threads.serializers import message_read_of
 from app.threads.services import get_owned_thread
 
 _activity = msgspec.json.Decoder(ToolActivity)
+_ids = msgspec.json.Decoder(list[UUID] | None)
 _plan = msgspec.json.Decoder(Plan)
 _attachments = msgspec.json.Decoder(list[AttachmentRead])
 # SQL NULL, a JSON null and an empty object all mean "no tool activity".
@@ -39,6 +45,8 @@ COLUMNS = (
     ThreadMessage.thread_id,
     ThreadMessage.run_id,
     ThreadMessage.position,
+    ThreadMessage.parent_id,
+    cast(ThreadMessage.sibling_ids, Text).label("sibling_ids"),
     ThreadMessage.seq,
     ThreadMessage.role,
     ThreadMessage.content,
@@ -56,33 +64,68 @@ def select_message_rows() -> Select[Any]:
     return select(*COLUMNS)
 
 
+class _Row:
+    """A page row with its stored sibling ids decoded (the JSON text of the column)."""
+
+    __slots__ = ("row", "sibling_ids")
+
+    def __init__(self, row: Any) -> None:
+        self.row = row
+        ids = row.sibling_ids
+        self.sibling_ids = None if ids in _NO_ACTIVITY else _ids.decode(ids)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.row, name)
+
+
 def row_to_read(row: Any) -> ThreadMessageRead:
     activity, plan = row.tool_activity, row.plan
     return message_read_of(
-        row,
+        _Row(row),
         None if activity in _NO_ACTIVITY else _activity.decode(activity),
         None if plan in _NO_ACTIVITY else _plan.decode(plan),
         None if row.attachments in _NO_ACTIVITY else _attachments.decode(row.attachments),
     )
 
 
-def _page_statement(*, before: bool = False, after: bool = False) -> Select[Any]:
+_messages = ThreadMessage.__table__
+_threads = Thread.__table__
+_AT_BOUND = (_messages.c.thread_id == bindparam("thread_id")) & (
+    _messages.c.position == bindparam("bound")
+)
+_LEAF = repository.current_leaf(bindparam("thread_id"))
+
+
+def _branch_page() -> Select[Any]:
+    """The current branch's page: before `bound` (the message there: from its parent,
+    else from the current leaf), newest first."""
+    at_bound = select(_messages.c.parent_id).where(_AT_BOUND).scalar_subquery()
+    start = case((exists().where(_AT_BOUND), at_bound), else_=_LEAF)
+    path = repository.branch(start)
+    query = select_message_rows().add_columns(
+        Thread.last_seq.label("thread_last_seq"), Thread.current_leaf_id.label("leaf")
+    )
+    query = query.join(path, path.c.id == ThreadMessage.id)
+    query = repository.in_owned_thread(query, bindparam("thread_id"), bindparam("owner_id"))
+    query = query.where(ThreadMessage.position < bindparam("bound"))
+    return query.order_by(ThreadMessage.position.desc()).limit(bindparam("limit"))
+
+
+def _changes_page() -> Select[Any]:
     query = repository.in_owned_thread(
-        select_message_rows().add_columns(Thread.last_seq.label("thread_last_seq")),
+        select_message_rows().add_columns(
+            Thread.last_seq.label("thread_last_seq"), Thread.current_leaf_id.label("leaf")
+        ),
         bindparam("thread_id"),
         bindparam("owner_id"),
     ).limit(bindparam("limit"))
-    if after:
-        return repository.changed_after(query, bindparam("bound"))
-    if before:
-        query = query.where(ThreadMessage.position < bindparam("bound"))
-    return query.order_by(ThreadMessage.position.desc())
+    return repository.changed_after(query, bindparam("bound"))
 
 
 # Built once: constructing a statement and its cache key costs more than running it.
-_LATEST = _page_statement()
-_BEFORE = _page_statement(before=True)
-_AFTER = _page_statement(after=True)
+_BRANCH = _branch_page()
+_AFTER = _changes_page()
+_NO_BOUND = repository.NO_BOUND
 
 
 async def list_owned_messages(
@@ -99,21 +142,30 @@ async def list_owned_messages(
     params: dict[str, Any] = {"thread_id": thread_id, "owner_id": user.id, "limit": limit + 1}
     if after_seq is not None:
         statement, params["bound"] = _AFTER, after_seq
-    elif before_position is not None:
-        statement, params["bound"] = _BEFORE, before_position
     else:
-        statement = _LATEST
+        statement, params["bound"] = _BRANCH, before_position or _NO_BOUND
     rows = list((await session.execute(statement, params)).all())
     if not rows:
         thread = await get_owned_thread(session, user, thread_id)  # 404 unless it is yours
-        return MessagePage(items=[], last_seq=thread.last_seq, has_more=False)
+        return MessagePage(
+            items=[],
+            last_seq=thread.last_seq,
+            has_more=False,
+            current_leaf_id=thread.current_leaf_id,
+        )
     has_more = len(rows) > limit
     rows = rows[:limit]
     if after_seq is None:
         rows.reverse()
-    last_seq = max(rows[0].thread_last_seq, *(row.seq for row in rows))
+    return _page(rows, has_more)
+
+
+def _page(rows: list[Any], has_more: bool) -> MessagePage:
     return MessagePage(
-        items=[row_to_read(row) for row in rows], last_seq=last_seq, has_more=has_more
+        items=[row_to_read(row) for row in rows],
+        last_seq=max(rows[0].thread_last_seq, *(row.seq for row in rows)),
+        has_more=has_more,
+        current_leaf_id=rows[0].leaf,
     )
 
 
@@ -178,7 +230,8 @@ async def latest_page_json(
     cached = latest_pages.get(thread_id, limit, last_seq)
     if cached is not None:
         return cached
-    rows = list((await session.execute(_LATEST, {**params, "limit": limit + 1})).all())
+    page_params = {**params, "limit": limit + 1, "bound": _NO_BOUND}
+    rows = list((await session.execute(_BRANCH, page_params)).all())
     if not rows:  # no messages (or deleted meanwhile: the next request 404s)
         return encode_json(MessagePage(items=[], last_seq=last_seq, has_more=False))
     # Keyed by the last_seq read with the rows (same statement, same snapshot).
@@ -186,11 +239,6 @@ async def latest_page_json(
     has_more = len(rows) > limit
     rows = rows[:limit]
     rows.reverse()
-    page = MessagePage(
-        items=[row_to_read(row) for row in rows],
-        last_seq=max(snapshot_seq, *(row.seq for row in rows)),
-        has_more=has_more,
-    )
-    body = encode_json(page)
+    body = encode_json(_page(rows, has_more))
     latest_pages.put(thread_id, limit, snapshot_seq, body)
     return body

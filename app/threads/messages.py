@@ -25,7 +25,7 @@ async def get_message(session: AsyncSession, thread: Thread, message_id: UUID) -
     return await one_or_404(session, repository.thread_message(thread.id, message_id), "Message")
 
 
-async def _find_duplicate(
+async def find_duplicate(
     session: AsyncSession, thread: Thread, client_message_id: str
 ) -> tuple[ThreadMessage, Run] | None:
     message = await session.scalar(repository.message_by_client_id(thread.id, client_message_id))
@@ -46,7 +46,7 @@ def run_options(data: MessageCreate) -> dict[str, Any] | None:
     return options or None
 
 
-async def _rejects_double_texting(
+async def rejects_double_texting(
     session: AsyncSession, thread: Thread, agent_type: str | None
 ) -> bool:
     """Double texting: an agent type may refuse a message while a run is active (409)."""
@@ -75,11 +75,11 @@ async def post_user_message(
     serialise and exactly one of them creates rows; otherwise the message's own seq bump
     is the only lock needed. `agent_type`: the thread's agent's, if the caller read it.
     """
-    rejects = await _rejects_double_texting(session, thread, agent_type)
+    rejects = await rejects_double_texting(session, thread, agent_type)
     if data.client_message_id is not None or rejects:
         await lock_thread(session, thread.id)
     if data.client_message_id is not None:
-        duplicate = await _find_duplicate(session, thread, data.client_message_id)
+        duplicate = await find_duplicate(session, thread, data.client_message_id)
         if duplicate is not None:
             return duplicate[0], duplicate[1], False
     if rejects:

@@ -27,6 +27,8 @@ class StoredMessage(msgspec.Struct, kw_only=True):
     thread_id: UUID
     run_id: UUID | None
     position: int
+    parent_id: UUID | None
+    sibling_ids: list[str] | None
     seq: int
     role: str
     content: str | None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, bindparam, exists, select
+from sqlalchemy import CTE, Select, bindparam, case, exists, select
 
 from app.agents.repository import visible_to
 from app.db.models import Agent, Run, Thread, ThreadMessage, User
@@ -44,6 +44,28 @@ OWNED_THREAD_AND_AGENT_TYPE = (
 AGENT_VISIBLE = select(
     exists().where(Agent.id == bindparam("agent_id"), visible_to(bindparam("user_id")))
 )
+
+
+def current_leaf(thread_id: Any) -> Any:
+    """The tip of the thread's current branch (a scalar subquery)."""
+    return select(_threads.c.current_leaf_id).where(_threads.c.id == thread_id).scalar_subquery()
+
+
+_messages = ThreadMessage.__table__
+NO_BOUND = 2**31 - 1  # past every position (a 32-bit column)
+
+
+def branch(start: Any) -> CTE:
+    """The branch ending at `start`, walked up by parent (a recursive CTE of `id`,
+    `parent_id`, `taken`): the rows before position `bound` (bind parameter) count, at
+    most `limit` (bind parameter) of them; rows at or after `bound` are passed over. One
+    primary-key probe a row: a page of a long thread costs what a page of a short one does."""
+    before = case((_messages.c.position < bindparam("bound"), 1), else_=0)
+    first = select(_messages.c.id, _messages.c.parent_id, before.label("taken"))
+    path = first.where(_messages.c.id == start).cte("branch", recursive=True)
+    up = select(_messages.c.id, _messages.c.parent_id, (path.c.taken + before))
+    up = up.where(_messages.c.id == path.c.parent_id, path.c.taken < bindparam("limit"))
+    return path.union_all(up)
 
 
 def in_owned_thread(query: Select[Any], thread_id: Any, owner_id: Any) -> Select[Any]:

@@ -30,11 +30,13 @@ async def queue_run(
     run_id: UUID,
     trigger_message_id: UUID,
     options: dict[str, Any] | None,
+    agent_id: UUID | None = None,
 ) -> Run:
+    """A run of the thread's agent (or `agent_id`, one the caller checked is the user's)."""
     run = Run(
         id=run_id,
         thread_id=thread.id,
-        agent_id=thread.agent_id,
+        agent_id=agent_id or thread.agent_id,
         trigger_message_id=trigger_message_id,
         status=RunStatus.QUEUED.value,
         options=options,

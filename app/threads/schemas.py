@@ -68,6 +68,16 @@ class ToolActivity(Schema, kw_only=True):
         super().__post_init__()
 
 
+class MessageSiblings(Schema):
+    """The versions of a message (children of one parent: an edited question, another
+    answer), for the app's "‹ 2/3 ›": `index` is this one's place among `ids` (0: the
+    first), `count` how many there are. A message that is the only version: count 1."""
+
+    count: int
+    index: int
+    ids: list[UUID]
+
+
 class ThreadMessageRead(Schema, kw_only=True, omit_defaults=True):
     """A thread message; `tool_activity` is present on a tool call's message only."""
 
@@ -79,6 +89,9 @@ class ThreadMessageRead(Schema, kw_only=True, omit_defaults=True):
     thread_id: UUID
     run_id: UUID | None
     position: int
+    # The message this one follows on its branch; null: the thread's first.
+    parent_id: UUID | None
+    siblings: MessageSiblings
     seq: int
     role: Role
     content: str | None
@@ -182,6 +195,7 @@ class ThreadRead(Schema):
     active_run_id: UUID | None
     created_at: datetime
     updated_at: datetime
+    current_leaf_id: UUID | None = None  # the tip of the branch the thread shows
 
 
 class ThreadPage(Schema):
@@ -198,10 +212,12 @@ class ThreadUpdate(Input):
     title: Title | None = None
 
 
-class MessagePage(Schema):
+class MessagePage(Schema, omit_defaults=True):
     items: list[ThreadMessageRead]
     last_seq: int
     has_more: bool
+    # The tip of the thread's current branch (the latest page ends with it).
+    current_leaf_id: UUID | None = None
 
 
 class ToolCallRequest(Input):

@@ -12,6 +12,7 @@ from app.db.models import Run, Thread, ThreadMessage
 from app.threads.plan import Plan
 from app.threads.records import StoredMessage, StoredRun
 from app.threads.schemas import (
+    MessageSiblings,
     RunDetail,
     RunRead,
     RunTrace,
@@ -35,6 +36,8 @@ def message_read_of(
         thread_id=row.thread_id,
         run_id=row.run_id,
         position=row.position,
+        parent_id=row.parent_id,
+        siblings=siblings_of(row.id, row.sibling_ids),
         seq=row.seq,
         role=row.role,
         content=row.content,
@@ -46,6 +49,15 @@ def message_read_of(
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
+
+
+def siblings_of(message_id: UUID, sibling_ids: list[Any] | None) -> MessageSiblings:
+    """The versions stored on a message (`sibling_ids`: None when it is the only one)."""
+    if not sibling_ids:
+        return MessageSiblings(count=1, index=0, ids=[message_id])
+    ids = [value if isinstance(value, UUID) else UUID(value) for value in sibling_ids]
+    index = ids.index(message_id) if message_id in ids else 0
+    return MessageSiblings(count=len(ids), index=index, ids=ids)
 
 
 def message_read(message: ThreadMessage | StoredMessage) -> ThreadMessageRead:
@@ -74,6 +86,7 @@ def thread_read(thread: Thread, active_run_id: UUID | None) -> ThreadRead:
         agent_id=thread.agent_id,
         last_seq=thread.last_seq,
         active_run_id=active_run_id,
+        current_leaf_id=thread.current_leaf_id,
         created_at=thread.created_at,
         updated_at=thread.last_activity_at,
     )

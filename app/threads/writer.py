@@ -26,8 +26,9 @@ variant each, the same count).
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
-from sqlalchemy import Update, bindparam, update
+from sqlalchemy import Update, bindparam, delete, select, update
 from sqlalchemy.exc import NoResultFound
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
@@ -36,8 +37,9 @@ from app.db import direct
 from app.db.direct import flush_pending
 from app.db.models import ThreadMessage
 from app.lib.time import utcnow
+from app.threads import fence
 from app.threads.changes import message_changed
-from app.threads.records import StoredMessage
+from app.threads.records import StoredMessage, stored_message
 from app.threads.writer_bump import (
     BUMP,
     MESSAGE_COLUMNS,
@@ -49,14 +51,76 @@ from app.threads.writer_bump import (
     the_thread,
     threads,
 )
-from app.threads.writer_creates import (
-    create_message,
-    create_message_with,
-    create_messages,
-    creates_alone,
-)
+from app.threads.writer_creates import creates_alone, insert_message_with, insert_messages
 
 _BUMP = BUMP  # the bump by itself (tests/test_direct.py runs it)
+
+
+async def create_messages(
+    session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
+) -> list[StoredMessage]:
+    """New messages, one after the other below the thread's current leaf (or the first
+    below its `parent_id`), as writer_creates.insert_messages writes them; a new version
+    (its parent had children) has every version's `sibling_ids` written with it."""
+    created, forked = await insert_messages(session, thread_id, rows)
+    if forked:
+        await record_versions(session, created[0])
+    return created
+
+
+async def create_message(
+    session: AsyncSession, thread_id: UUID, *, role: str, **fields: Any
+) -> StoredMessage:
+    [message] = await create_messages(session, thread_id, [{"role": role, **fields}])
+    return message
+
+
+async def create_message_with(
+    session: AsyncSession,
+    thread_id: UUID,
+    fields: dict[str, Any],
+    also: Any,
+    params: dict[str, Any],
+) -> tuple[StoredMessage | None, dict[str, Any] | None]:
+    """writer_creates.insert_message_with, a new version's siblings recorded after it."""
+    message, also_row, forked = await insert_message_with(session, thread_id, fields, also, params)
+    if forked and message is not None and also_row is not None:
+        with fence.released():  # `also` (a run's end) checked the lease, and ended it
+            await record_versions(session, message)
+    return message, also_row
+
+
+_CHILDREN = (
+    select(messages)
+    .where(messages.c.thread_id == bindparam("thread_id"))
+    .order_by(messages.c.position)
+)
+_CHILDREN_OF = _CHILDREN.where(messages.c.parent_id == bindparam("parent_id"))
+_ROOTS = _CHILDREN.where(messages.c.parent_id.is_(None))
+
+
+async def versions_of(
+    session: AsyncSession, thread_id: UUID, parent_id: UUID | None
+) -> list[StoredMessage]:
+    """The children of `parent_id` (the thread's first messages: None), oldest first."""
+    params = {"thread_id": thread_id, "parent_id": parent_id}
+    rows = await direct.execute(session, _ROOTS if parent_id is None else _CHILDREN_OF, params)
+    return [stored_message(row) for row in rows.mappings()]
+
+
+async def record_versions(
+    session: AsyncSession, message: StoredMessage, *, keep: StoredMessage | None = None
+) -> list[StoredMessage]:
+    """Write on each child of `message`'s parent the ids of them all (None when it is the
+    only one): each gets a new seq, so every device hears of the new count. `message` is
+    brought up to date when it is one of them. The versions, oldest first."""
+    versions = await versions_of(session, message.thread_id, message.parent_id)
+    ids = [str(version.id) for version in versions] if len(versions) > 1 else None
+    for version in versions:
+        if version.sibling_ids != ids:
+            target = message if version.id == message.id else version
+            await update_message(session, target, sibling_ids=ids)
+    return versions
 
 
 async def update_message(
@@ -158,11 +222,45 @@ def _bump_and_update(names: tuple[str, ...], fenced: bool) -> Update:
     return statement
 
 
+_SET_LEAF = (
+    update(threads)
+    .where(threads.c.id == bindparam("b_thread"))
+    .values(current_leaf_id=bindparam("b_leaf"))
+)
+
+
+async def move_leaf(session: AsyncSession, thread_id: UUID, leaf: StoredMessage | None) -> None:
+    """The thread shows the branch ending at `leaf` from now on (None: no message left).
+    The leaf is written again (a new seq, a frame), so that every device hears of the
+    switch in order and cached pages of the old branch go stale."""
+    if leaf is None:
+        await bump(session, thread_id, 1, new=False)
+    else:
+        await update_message(session, leaf)
+    await direct.execute(
+        session, _SET_LEAF, {"b_thread": thread_id, "b_leaf": getattr(leaf, "id", None)}
+    )
+
+
+async def delete_messages(session: AsyncSession, thread_id: UUID, ids: list[UUID]) -> None:
+    """Delete messages of a thread (a branch: the caller moves the leaf and rewrites the
+    siblings left, both of which give new seqs)."""
+    for start in range(0, len(ids), 500):  # bounded IN lists
+        chunk = ids[start : start + 500]
+        await session.execute(
+            delete(messages).where(messages.c.thread_id == thread_id, messages.c.id.in_(chunk))
+        )
+
+
 __all__ = (
     "create_message",
     "create_message_with",
     "create_messages",
     "creates_alone",
+    "delete_messages",
     "lock_thread",
+    "move_leaf",
+    "record_versions",
     "update_message",
+    "versions_of",
 )

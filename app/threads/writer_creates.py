@@ -1,5 +1,11 @@
 """Creating messages: the writer's creates (app/threads/writer.py says the contract).
 
+Messages form a tree (`parent_id`): a create without a `parent_id` goes below the
+thread's current leaf, read under the thread's lock, and becomes the leaf (the rows of
+one create follow each other); with one (an edited question: a new version beside the
+old one), it goes there and the leaf stays, for the caller to move
+(app/threads/branches.py).
+
 Core statements, every column given (the columns' Python defaults filled in here, so the
 StoredMessage handed back is the row as stored). On PostgreSQL a create is one statement
 (the bump as a CTE, the rows INSERTed from it); on SQLite the bump, then one INSERT per row.
@@ -14,10 +20,12 @@ from typing import Any
 from uuid import UUID
 
 from sqlalchemy import (
+    Boolean,
     Column,
     Insert,
     Select,
     bindparam,
+    case,
     exists,
     insert,
     literal,
@@ -29,6 +37,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import direct
+from app.db.base import GUID
 from app.db.direct import flush_pending
 from app.lib.time import utcnow
 from app.threads.changes import message_changed
@@ -46,13 +55,6 @@ from app.threads.writer_bump import (
 _CREATE_FIELDS = MESSAGE_COLUMNS | {"id"}  # a message's id may be chosen by its creator
 
 
-async def create_message(
-    session: AsyncSession, thread_id: UUID, *, role: str, **fields: Any
-) -> StoredMessage:
-    [message] = await create_messages(session, thread_id, [{"role": role, **fields}])
-    return message
-
-
 def creates_alone(rows: list[dict[str, Any]]) -> bool:
     """Whether `create_messages(rows)`, with nothing else in its session, is atomic by
     itself and may run without BEGIN/COMMIT (`RunnerDeps.write_alone`): on PostgreSQL it
@@ -60,21 +62,22 @@ def creates_alone(rows: list[dict[str, Any]]) -> bool:
     return all(fields.keys() <= _CREATE_FIELDS for fields in rows)
 
 
-async def create_messages(
+async def insert_messages(
     session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
-) -> list[StoredMessage]:
+) -> tuple[list[StoredMessage], bool]:
     """Several new messages (each a dict of fields incl. `role`) with one thread bump and
-    one write of the rows: consecutive seqs and positions, as if created one by one."""
+    one write of the rows: consecutive seqs and positions, as if created one by one; and
+    whether the first is a new version (its parent had children already, or was named)."""
     if not rows:
-        return []
+        return [], False
     unknown = {key for fields in rows for key in fields} - _CREATE_FIELDS
     if unknown:
         raise TypeError(f"not fields of a new message: {sorted(unknown)}")
     await flush_pending(session)
-    created = await _insert(session, thread_id, rows)
+    created, forked = await _insert(session, thread_id, rows)
     for message in created:
         message_changed(session, message)
-    return created
+    return created, forked
 
 
 _INSERTED = tuple(c.key for c in messages.c if c.key not in ("seq", "position"))
@@ -94,13 +97,49 @@ def _python_default(column: Column[Any]) -> Any:
     return default.arg(None)  # type: ignore[attr-defined]  # wrapped to take a context
 
 
+_GIVEN_MARK = "_parent_given"  # a key of the first row's values: its parent was named
+
+
 def _row_values(thread_id: UUID, fields: dict[str, Any], now: Any) -> dict[str, Any]:
     """Every column of a new row as SQLAlchemy would write it (seq and position: later)."""
     given = {"created_at": now, "updated_at": now, **fields, "thread_id": thread_id}
-    return {
+    values = {
         column.key: given[column.key] if column.key in given else _python_default(column)
         for column in messages.c
     }
+    if "parent_id" in fields:
+        values[_GIVEN_MARK] = True
+    return values
+
+
+# The leaf before the create: an UPDATE's RETURNING gives new values only, so the thread
+# row is also read in its FROM, locked (FOR UPDATE returns the row as a concurrent writer
+# committed it, the version the UPDATE then changes: no two creates take the same leaf).
+_OLD_LEAF = (
+    select(threads.c.id.label("old_thread"), threads.c.current_leaf_id.label("old_leaf"))
+    .where(threads.c.id == bindparam("b_thread"))
+    .with_for_update()
+    .subquery("old")
+)
+_PARENT_GIVEN = bindparam("b_parent_given", type_=Boolean)
+# Whether a new row's parent had children before it (RETURNING's subquery sees the rows as
+# they were before the statement): a new version, whose siblings the writer then records.
+_version = messages.alias("version")
+_FORKED = (
+    exists()
+    .where(
+        _version.c.thread_id == messages.c.thread_id, _version.c.parent_id == messages.c.parent_id
+    )
+    .label("forked")
+)
+_NEW_LEAF = bindparam("b_leaf", type_=GUID)
+
+
+def _row_value(i: int, key: str, bumped: Any) -> Any:
+    value = bindparam(f"r{i}_{key}", type_=messages.c[key].type)
+    if i == 0 and key == "parent_id":  # below the leaf, unless the creator named a parent
+        return case((_PARENT_GIVEN, value), else_=bumped.c.old_leaf).label(key)
+    return value
 
 
 def _insert_rows(count: int, fenced: bool, gate: Any = None) -> Insert:
@@ -109,7 +148,7 @@ def _insert_rows(count: int, fenced: bool, gate: Any = None) -> Insert:
     `gate`: a further condition of the bump (create_message_with)."""
     statement = _inserts.get((count, fenced)) if gate is None else None
     if statement is None:
-        where = the_thread(fenced)
+        where = the_thread(fenced) & (threads.c.id == _OLD_LEAF.c.old_thread)
         bumped = (
             update(threads)
             .where(where if gate is None else where & gate)
@@ -120,13 +159,14 @@ def _insert_rows(count: int, fenced: bool, gate: Any = None) -> Insert:
                 # given, not the column's onupdate: under a SELECT (create_message_with)
                 # nothing would compute it
                 updated_at=bindparam("b_now"),
+                current_leaf_id=case((_PARENT_GIVEN, threads.c.current_leaf_id), else_=_NEW_LEAF),
             )
-            .returning(threads.c.last_seq, threads.c.message_count)
+            .returning(threads.c.last_seq, threads.c.message_count, _OLD_LEAF.c.old_leaf)
             .cte("bump")
         )
         selects = [
             select(
-                *(bindparam(f"r{i}_{key}", type_=messages.c[key].type) for key in _INSERTED),
+                *(_row_value(i, key, bumped) for key in _INSERTED),
                 (bumped.c.last_seq - (count - 1 - i)).label("seq"),
                 (bumped.c.message_count - (count - 1 - i)).label("position"),
             ).select_from(bumped)
@@ -136,7 +176,9 @@ def _insert_rows(count: int, fenced: bool, gate: Any = None) -> Insert:
         statement = (
             insert(messages)
             .from_select([*_INSERTED, "seq", "position"], rows)
-            .returning(messages.c.id, messages.c.seq, messages.c.position)
+            .returning(
+                messages.c.id, messages.c.seq, messages.c.position, messages.c.parent_id, _FORKED
+            )
         )
         statement = statement.add_cte(bumped) if count > 1 else statement
         if gate is None:
@@ -146,19 +188,38 @@ def _insert_rows(count: int, fenced: bool, gate: Any = None) -> Insert:
 
 async def _insert(
     session: AsyncSession, thread_id: UUID, rows: list[dict[str, Any]]
-) -> list[StoredMessage]:
+) -> tuple[list[StoredMessage], bool]:
     now = utcnow()
-    values = [_row_values(thread_id, fields, now) for fields in rows]
+    values = _chained([_row_values(thread_id, fields, now) for fields in rows], rows)
     if session.get_bind().dialect.name == "postgresql":
-        placed = await _insert_after_bump(session, thread_id, values, now)
+        placed, forked = await _insert_after_bump(session, thread_id, values, now)
     else:
-        placed = await _bump_then_insert(session, thread_id, values)
-    return [_stored(row, *placed[row["id"]]) for row in values]
+        placed, forked = await _bump_then_insert(session, thread_id, values)
+    created = [_stored(row, *placed[row["id"]]) for row in values]
+    return created, forked or _parent_given(values)
+
+
+def _chained(values: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row below the one before it, unless its creator named a parent (the first
+    row's parent, when not named, is the thread's leaf: read in the statement)."""
+    for before, row, fields in zip(values, values[1:], rows[1:], strict=False):
+        if "parent_id" not in fields:
+            row["parent_id"] = before["id"]
+    return values
+
+
+def _parent_given(values: list[dict[str, Any]]) -> bool:
+    return values[0].get(_GIVEN_MARK, False)
 
 
 def _insert_params(thread_id: UUID, values: list[dict[str, Any]], now: Any) -> dict[str, Any]:
     """The parameters of `_insert_rows(len(values))`."""
-    params: dict[str, Any] = {"b_thread": thread_id, "b_now": now}
+    params: dict[str, Any] = {
+        "b_thread": thread_id,
+        "b_now": now,
+        "b_parent_given": _parent_given(values),
+        "b_leaf": values[-1]["id"],
+    }
     for i, row in enumerate(values):
         params.update({f"r{i}_{key}": row[key] for key in _INSERTED})
     return params
@@ -166,14 +227,16 @@ def _insert_params(thread_id: UUID, values: list[dict[str, Any]], now: Any) -> d
 
 async def _insert_after_bump(
     session: AsyncSession, thread_id: UUID, values: list[dict[str, Any]], now: Any
-) -> dict[UUID, tuple[int, int]]:
-    """PostgreSQL: one statement. Each new row's (seq, position) by id."""
+) -> tuple[dict[UUID, tuple[int, int, UUID | None]], bool]:
+    """PostgreSQL: one statement. Each new row's (seq, position, parent) by id, and
+    whether the first row's parent had children."""
     params, lease = lease_params(_insert_params(thread_id, values, now))
     inserted = await direct.execute(session, _insert_rows(len(values), lease is not None), params)
-    placed = {row_id: (int(seq), int(position)) for row_id, seq, position in inserted.rows}
+    placed = {row[0]: (int(row[1]), int(row[2]), row[3]) for row in inserted.rows}
     if len(placed) != len(values):
         raise nothing_written(lease, f"no thread {thread_id}")
-    return placed
+    forked = any(row[4] for row in inserted.rows if row[0] == values[0]["id"])
+    return placed, forked
 
 
 # -- a create with another statement, in one round trip (PostgreSQL) ---------------------
@@ -186,57 +249,84 @@ def _insert_with(also: Any) -> Select[Any]:
     # not fenced by the lease: `also` (a run's end) carries it and locks the run row itself
     inserted = _insert_rows(1, False, exists(select(literal(1)).select_from(other))).cte("ins")
     columns = [c.label(f"also_{c.key}") for c in other.c]
-    statement = select(inserted.c.id, inserted.c.seq, inserted.c.position, *columns)
+    place = (inserted.c.id, inserted.c.seq, inserted.c.position, inserted.c.parent_id)
+    place += (inserted.c.forked,)
+    statement = select(*place, *columns)
     return statement.select_from(inserted.join(other, true()))
 
 
-async def create_message_with(
+async def insert_message_with(
     session: AsyncSession,
     thread_id: UUID,
     fields: dict[str, Any],
     also: Any,
     params: dict[str, Any],
-) -> tuple[StoredMessage | None, dict[str, Any] | None]:
+) -> tuple[StoredMessage | None, dict[str, Any] | None, bool]:
     """A new message if `also` (a data-modifying statement with RETURNING, built once;
     its parameters in `params`) changes a row: on PostgreSQL, with `fields` as
     `creates_alone` takes them, one statement, atomic by itself, whose message is written
     only with `also`'s change; otherwise the create, then `also`, in the session's
     transaction (the caller rolls it back if `also` changed nothing). `also`'s row by
-    column key, None if it changed no row (and then, in one statement, no message)."""
+    column key, None if it changed no row (and then, in one statement, no message); and
+    whether the message is a new version (as insert_messages says)."""
     if session.get_bind().dialect.name != "postgresql" or not creates_alone([fields]):
-        message = await create_message(session, thread_id, **fields)
+        [message], forked = await insert_messages(session, thread_id, [fields])
         others = (await direct.execute(session, also, params)).mappings()
-        return message, others[0] if others else None
+        return message, others[0] if others else None, forked
     await flush_pending(session)
     now = utcnow()
     row = _row_values(thread_id, fields, now)
     values = _insert_params(thread_id, [row], now) | params
     results = (await direct.execute(session, _insert_with(also), values)).mappings()
     if not results:
-        return None, None  # `also` changed nothing (or the thread is gone): nothing written
+        return None, None, False  # `also` changed nothing (or the thread is gone)
     result = results[0]
     seq, position = int(result["seq"]), int(result["position"])
-    message = _stored(row, seq, position)
+    message = _stored(row, seq, position, result["parent_id"])
     message_changed(session, message)
-    return message, {key[5:]: value for key, value in result.items() if key.startswith("also_")}
+    also_row = {key[5:]: value for key, value in result.items() if key.startswith("also_")}
+    return message, also_row, bool(result["forked"]) or _parent_given([row])
+
+
+_LEAF = select(
+    threads.c.current_leaf_id,
+    exists()
+    .where(messages.c.thread_id == threads.c.id, messages.c.parent_id == threads.c.current_leaf_id)
+    .label("forked"),
+).where(threads.c.id == bindparam("b_thread"))
+_MOVE_LEAF = (
+    update(threads)
+    .where(threads.c.id == bindparam("b_thread"))
+    .values(current_leaf_id=bindparam("b_leaf"))
+)
 
 
 async def _bump_then_insert(
     session: AsyncSession, thread_id: UUID, values: list[dict[str, Any]]
-) -> dict[UUID, tuple[int, int]]:
-    """SQLite: the bump, then the rows (no unit of work)."""
+) -> tuple[dict[UUID, tuple[int, int, UUID | None]], bool]:
+    """SQLite: the bump (it takes the write lock), the leaf, then the rows (no unit of
+    work) and the new leaf."""
     count = len(values)
     last_seq, last_position = await bump(session, thread_id, count, new=True)
+    given, forked = _parent_given(values), False
+    if not given:
+        [(leaf, forked)] = (await direct.execute(session, _LEAF, {"b_thread": thread_id})).rows
+        values[0]["parent_id"] = leaf
     placed = {
-        row["id"]: (last_seq - count + 1 + i, last_position - count + 1 + i)
+        row["id"]: (last_seq - count + 1 + i, last_position - count + 1 + i, row["parent_id"])
         for i, row in enumerate(values)
     }
     for row in values:  # one INSERT per row: the rows of one turn are few
-        seq, position = placed[row["id"]]
-        await direct.execute(session, _INSERT_ROW, {**row, "seq": seq, "position": position})
-    return placed
+        seq, position, _ = placed[row["id"]]
+        inserted = {key: value for key, value in row.items() if key != _GIVEN_MARK}
+        await direct.execute(session, _INSERT_ROW, {**inserted, "seq": seq, "position": position})
+    if not given:
+        await direct.execute(
+            session, _MOVE_LEAF, {"b_thread": thread_id, "b_leaf": values[-1]["id"]}
+        )
+    return placed, bool(forked)
 
 
-def _stored(row: dict[str, Any], seq: int, position: int) -> StoredMessage:
+def _stored(row: dict[str, Any], seq: int, position: int, parent_id: UUID | None) -> StoredMessage:
     """The row as stored, in its place."""
-    return stored_message({**row, "seq": seq, "position": position})
+    return stored_message({**row, "seq": seq, "position": position, "parent_id": parent_id})

@@ -18,7 +18,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0018_attachments"
-down_revision: str | None = "0016_memory_vectors"
+down_revision: str | None = "0017_message_tree"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

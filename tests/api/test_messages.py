@@ -76,7 +76,13 @@ async def test_list_latest_history_and_sync(
     ]
     assert changed["last_seq"] == 6
     nothing = (await client.get(url, params={"after_seq": 6}, headers=alice.headers)).json()
-    assert nothing == {"items": [], "last_seq": 6, "has_more": False}
+    # current_leaf_id: the tip of the branch shown (here the last message posted)
+    assert nothing == {
+        "items": [],
+        "last_seq": 6,
+        "has_more": False,
+        "current_leaf_id": posted[-1]["id"],
+    }
 
     paged = (
         await client.get(url, params={"after_seq": 0, "limit": 2}, headers=alice.headers)

@@ -79,6 +79,7 @@ def test_the_openapi_document_carries_the_frames_too() -> None:
             "PlanStepStatus",
             "MemoryRead",
             "AttachmentRead",
+            "MessageSiblings",
         ):
             # openapi.json adds examples (app/lib/openapi_docs.py), e.g. to a tool result
             published = {k: v for k, v in schemas[name].items() if k != "examples"}

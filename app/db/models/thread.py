@@ -6,7 +6,7 @@ from uuid import UUID
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.base import Base, DateTimeUTC
+from app.db.base import GUID, Base, DateTimeUTC
 
 
 class Thread(Base):
@@ -21,3 +21,7 @@ class Thread(Base):
     # Number of messages ever created; the next message's position is this plus one.
     message_count: Mapped[int] = mapped_column(Integer, default=0)
     last_activity_at: Mapped[datetime] = mapped_column(DateTimeUTC(timezone=True))
+    # The tip of the branch the thread shows and the model reads (messages form a tree by
+    # `parent_id`); a new message is written below it and becomes it. Not a foreign key:
+    # messages reference their thread, and a cycle would make inserts order-dependent.
+    current_leaf_id: Mapped[UUID | None] = mapped_column(GUID, default=None)

@@ -17,6 +17,8 @@ class ThreadMessage(Base):
         Index("uq_thread_messages_position", "thread_id", "position", unique=True),
         Index("uq_thread_messages_seq", "thread_id", "seq", unique=True),
         Index("uq_thread_messages_client_id", "thread_id", "client_message_id", unique=True),
+        # A message's children (its replies, its edited versions): siblings and deletes.
+        Index("ix_thread_messages_parent", "thread_id", "parent_id"),
     )
 
     thread_id: Mapped[UUID] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"))
@@ -24,6 +26,13 @@ class ThreadMessage(Base):
     # inserts order-dependent. Runs are never deleted on their own.
     run_id: Mapped[UUID | None] = mapped_column(GUID, default=None, index=True)
     position: Mapped[int] = mapped_column(Integer)
+    # The message this one follows on its branch (None: the thread's first). Siblings
+    # (children of one parent) are versions: an edited question, a regenerated answer.
+    parent_id: Mapped[UUID | None] = mapped_column(GUID, default=None)
+    # Every version beside this one, itself included (ids as text, in creation order), or
+    # None: the only one. Kept on the row so that a version added or deleted is a change
+    # of each sibling (a new seq, a frame), and reads need no second query.
+    sibling_ids: Mapped[list[str] | None] = mapped_column(JsonB, default=None)
     seq: Mapped[int] = mapped_column(BigInteger)
     role: Mapped[str] = mapped_column(String(16))
     content: Mapped[str | None] = mapped_column(Text, default=None)

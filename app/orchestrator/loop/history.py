@@ -22,6 +22,7 @@ from app.db import direct
 from app.db.models import ThreadMessage
 from app.orchestrator.door.llm import cut_text
 from app.orchestrator.loop.attachment_parts import document_texts, replayed_images, user_content
+from app.threads import repository
 from app.threads.activity import INTERRUPTED, failure_content
 from app.tools.bounds import DEFAULT_MAX_BYTES
 
@@ -48,13 +49,16 @@ class HistoryRow(Protocol):
 
 
 # Built once (every run reads it); the columns it needs as plain rows, on the table
-# (Core): loading a long thread's messages as ORM instances cost ~5x as much.
+# (Core): loading a long thread's messages as ORM instances cost ~5x as much. The model
+# reads the thread's current branch only (the other versions are the user's, not its).
+_branch = repository.branch(repository.current_leaf(bindparam("thread_id")))
 _LATEST = (
     select(*(_messages.c[name] for name in HistoryRow.__annotations__))
-    .where(_messages.c.thread_id == bindparam("thread_id"))
+    .join(_branch, _branch.c.id == _messages.c.id)
     .order_by(_messages.c.position.desc())
     .limit(HISTORY_LIMIT)
 )
+_BRANCH_PARAMS = {"bound": repository.NO_BOUND, "limit": HISTORY_LIMIT}
 
 
 def _ordered(rows: Sequence[HistoryRow], until_run: UUID | None = None) -> list[HistoryRow]:
@@ -134,7 +138,8 @@ def to_model_messages(
 async def load_history(
     session: AsyncSession, thread_id: UUID, system_prompt: str | None, run_id: UUID | None = None
 ) -> list[dict[str, Any]]:
-    rows: Sequence[Any] = (await direct.execute(session, _LATEST, {"thread_id": thread_id})).rows
+    params = {"thread_id": thread_id, **_BRANCH_PARAMS}
+    rows: Sequence[Any] = (await direct.execute(session, _LATEST, params)).rows
     messages = to_model_messages(rows, run_id, await document_texts(session, rows))
     while messages and messages[0]["role"] == "tool":
         messages.pop(0)  # the read window cut a turn in half

@@ -30,13 +30,7 @@ from app.agents.delegates import delegate_definition, delegates_for
 from app.db.models import Agent, Run, RunStatus
 from app.observability import metrics
 from app.orchestrator.door import usage
-from app.orchestrator.door.llm import (
-    LLMError,
-    ModelTurn,
-    context_window,
-    fitted,
-    stream_turn,
-)
+from app.orchestrator.door.llm import LLMError, ModelTurn, context_window, fitted, stream_turn
 from app.orchestrator.loop import deadlines, planner, resume
 from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.loop.delegation import FALLBACK_TYPE, Outcome
@@ -55,6 +49,7 @@ from app.orchestrator.loop.tool_calls import CallOutcome, ToolCallRunner, end_op
 from app.orchestrator.scheduling import runs
 from app.threads import activity as cell
 from app.threads import fence, open_cells, repository
+from app.threads.branches import follow_branch
 from app.threads.fence import Fenced, Lease
 from app.threads.records import StoredMessage
 from app.threads.runs import CANCELLED_BY_USER
@@ -189,6 +184,8 @@ class RunExecution:
         )
 
     async def _prepare(self) -> tuple[RunState, LoopSpec, list[dict[str, Any]]]:
+        if self.run.options and (switch_to := self.run.options.get("switch_to")):
+            await self.deps.write(lambda s: follow_branch(s, self.run.thread_id, switch_to))
         async with self.deps.read_sessions() as session:
             params = {"thread_id": self.run.thread_id, "agent_id": self.run.agent_id}
             row = (await session.execute(repository.RUN_CONTEXT, params)).first()

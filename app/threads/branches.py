@@ -1,0 +1,243 @@
+"""Branches: edit a question, regenerate an answer, switch branch, delete a branch.
+
+A thread's messages are a tree (`parent_id`); the thread shows, and its model reads, the
+branch ending at its current leaf. Editing a user message adds a version beside it (same
+parent) answered by a new run; regenerating queues a new run for the same user message,
+whose reply becomes a version beside the old ones. Both make the new branch current.
+
+While a run of the thread is under way, a request says what to do (`if_running`), by
+default as posting a message does (the agent type's `double_texting`): `reject` answers
+409; `cancel` stops the runs under way; `queue` lets them finish. In both of the latter the
+new branch becomes current when its run starts (the run carries `switch_to`): a run
+writes below the current leaf, so the one still finishing must end on its own branch
+first. The effects of earlier calls (a task created) are not undone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import bindparam, select
+from sqlalchemy.ext.asyncio import AsyncSession
+from uuid_utils.compat import uuid7
+
+from app.db import direct
+from app.db.models import Run, Thread, ThreadMessage
+from app.db.models.run import ACTIVE_RUN_STATUSES
+from app.lib.problems import ProblemException
+from app.threads import repository
+from app.threads.branch_schemas import IfRunning, MessageEdit, ReplyRegenerate
+from app.threads.messages import find_duplicate, rejects_double_texting
+from app.threads.records import StoredMessage, stored_message
+from app.threads.runs import queue_run, request_cancel
+from app.threads.writer import (
+    create_message,
+    delete_messages,
+    lock_thread,
+    move_leaf,
+    record_versions,
+    versions_of,
+)
+
+_messages = ThreadMessage.__table__
+_MESSAGE = select(_messages).where(
+    _messages.c.id == bindparam("message_id"), _messages.c.thread_id == bindparam("thread_id")
+)
+
+
+def _below(root: Any) -> Any:
+    """`root` and every message under it (a recursive CTE of `id`, `position`)."""
+    top = select(_messages.c.id, _messages.c.position).where(_messages.c.id == root)
+    tree = top.cte("below", recursive=True)
+    down = select(_messages.c.id, _messages.c.position).where(
+        _messages.c.thread_id == bindparam("thread_id"), _messages.c.parent_id == tree.c.id
+    )
+    return tree.union_all(down)
+
+
+_SUBTREE = _below(bindparam("message_id"))
+_SUBTREE_IDS = select(_SUBTREE.c.id)
+_NEWEST_BELOW = select(_SUBTREE.c.id).order_by(_SUBTREE.c.position.desc()).limit(1)
+
+
+async def _stored(session: AsyncSession, thread_id: UUID, message_id: Any) -> StoredMessage:
+    """A message of the thread, as stored; another thread's (or none): 404."""
+    params = {"thread_id": thread_id, "message_id": message_id}
+    rows = (await direct.execute(session, _MESSAGE, params)).mappings()
+    if not rows:
+        raise ProblemException(404, "Message not found.")
+    return stored_message(rows[0])
+
+
+async def _newest_below(session: AsyncSession, thread_id: UUID, message_id: UUID) -> UUID:
+    params = {"thread_id": thread_id, "message_id": message_id}
+    return await direct.scalar(session, _NEWEST_BELOW, params)
+
+
+async def _make_way(
+    session: AsyncSession, thread: Thread, agent_type: str | None, if_running: IfRunning | None
+) -> bool:
+    """Apply the request's policy to the runs under way (the thread locked first, so
+    concurrent requests take turns); whether one is still under way after it."""
+    await lock_thread(session, thread.id)
+    active = list(
+        await session.scalars(
+            select(Run)
+            .where(Run.thread_id == thread.id, Run.status.in_(ACTIVE_RUN_STATUSES))
+            .order_by(Run.created_at, Run.id)
+        )
+    )
+    if not active:
+        return False
+    rejects = await rejects_double_texting(session, thread, agent_type)
+    policy = if_running or ("reject" if rejects else "queue")
+    if policy == "reject" or (policy == "queue" and rejects):
+        raise ProblemException(
+            409,
+            "The agent is still working on the previous message.",
+            active_run_id=str(active[0].id),
+        )
+    if policy == "cancel":
+        ended = [await request_cancel(session, run) for run in active]
+        return any(run.status in ACTIVE_RUN_STATUSES for run in ended)
+    return True
+
+
+async def edit_message(
+    session: AsyncSession,
+    thread: Thread,
+    agent_type: str | None,
+    message_id: UUID,
+    data: MessageEdit,
+) -> tuple[StoredMessage | ThreadMessage, Run, bool]:
+    """A new version of a user message and the run that answers it; `created` False for
+    a repeated client id (the version first created and its run)."""
+    original = await _stored(session, thread.id, message_id)
+    if original.role != "user":
+        raise ProblemException(409, "Only a user message can be edited; regenerate a reply.")
+    if data.client_message_id is not None:
+        await lock_thread(session, thread.id)
+        duplicate = await find_duplicate(session, thread, data.client_message_id)
+        if duplicate is not None:
+            return duplicate[0], duplicate[1], False
+    busy = await _make_way(session, thread, agent_type, data.if_running)
+    run_id = uuid7()
+    fields = {"content": data.content, "client_message_id": data.client_message_id}
+    version = await create_message(
+        session, thread.id, role="user", run_id=run_id, parent_id=original.parent_id, **fields
+    )
+    run = await _answer(session, thread, version, busy, run_id=run_id)
+    return version, run, True
+
+
+async def regenerate_reply(
+    session: AsyncSession,
+    thread: Thread,
+    agent_type: str | None,
+    message_id: UUID,
+    data: ReplyRegenerate,
+) -> tuple[StoredMessage, Run, bool]:
+    """A new run answering the user message `message_id` is (or answers): the user message
+    and the run; `created` False for a repeated client id."""
+    question = await _question_of(session, thread.id, await _stored(session, thread.id, message_id))
+    if data.client_message_id is not None:
+        await lock_thread(session, thread.id)
+        for run in await session.scalars(repository.run_triggered_by(question.id)):
+            if (run.options or {}).get("client_message_id") == data.client_message_id:
+                return question, run, False
+    busy = await _make_way(session, thread, agent_type, data.if_running)
+    options = {"client_message_id": data.client_message_id} if data.client_message_id else {}
+    run = await _answer(session, thread, question, busy, options=options, agent_id=data.agent_id)
+    return question, run, True
+
+
+async def _question_of(
+    session: AsyncSession, thread_id: UUID, message: StoredMessage
+) -> StoredMessage:
+    """The user message a reply answers: its run's trigger (itself, for a user message)."""
+    if message.role == "user":
+        return message
+    run = await session.get(Run, message.run_id) if message.run_id else None
+    if run is None or run.trigger_message_id is None:
+        raise ProblemException(409, "This message answers no user message.")
+    return await _stored(session, thread_id, run.trigger_message_id)
+
+
+async def _answer(
+    session: AsyncSession,
+    thread: Thread,
+    question: StoredMessage,
+    busy: bool,
+    *,
+    run_id: UUID | None = None,
+    options: dict[str, Any] | None = None,
+    agent_id: UUID | None = None,
+) -> Run:
+    """Queue the run answering `question` below it; the branch current now, or when the
+    run starts if another is still under way."""
+    options = dict(options or {})
+    if busy:
+        options["switch_to"] = str(question.id)
+    else:
+        await move_leaf(session, thread.id, question)
+    return await queue_run(
+        session,
+        thread,
+        run_id=run_id or uuid7(),
+        trigger_message_id=question.id,
+        options=options or None,
+        agent_id=agent_id,
+    )
+
+
+async def follow_branch(session: AsyncSession, thread_id: UUID, message_id: str) -> None:
+    """A run that waited for another makes its branch current as it starts (`switch_to`);
+    a message deleted meanwhile leaves the thread as it is."""
+    params = {"thread_id": thread_id, "message_id": UUID(message_id)}
+    rows = (await direct.execute(session, _MESSAGE, params)).mappings()
+    if rows:
+        await move_leaf(session, thread_id, stored_message(rows[0]))
+
+
+async def _refuse_while_running(session: AsyncSession, thread: Thread) -> None:
+    active = await session.scalar(repository.active_run_id(thread.id))
+    if active is not None:
+        raise ProblemException(
+            409, "A run of this thread is under way: cancel it first.", active_run_id=str(active)
+        )
+
+
+async def switch_branch(session: AsyncSession, thread: Thread, message_id: UUID) -> None:
+    """Show the branch through `message_id`, up to its newest message."""
+    await lock_thread(session, thread.id)
+    await _stored(session, thread.id, message_id)
+    await _refuse_while_running(session, thread)
+    leaf = await _newest_below(session, thread.id, message_id)
+    await move_leaf(session, thread.id, await _stored(session, thread.id, leaf))
+
+
+async def delete_branch(session: AsyncSession, thread: Thread, message_id: UUID) -> None:
+    """Delete a message and every message below it. The versions beside it stay (their
+    counts change); if the thread showed the deleted branch it shows the newest version
+    left, else the message above."""
+    await lock_thread(session, thread.id)
+    message = await _stored(session, thread.id, message_id)
+    await _refuse_while_running(session, thread)
+    params = {"thread_id": thread.id, "message_id": message_id}
+    doomed = [row[0] for row in (await direct.execute(session, _SUBTREE_IDS, params)).rows]
+    leaf_id = await session.scalar(select(Thread.current_leaf_id).where(Thread.id == thread.id))
+    await delete_messages(session, thread.id, doomed)
+    versions = await versions_of(session, thread.id, message.parent_id)
+    if versions:
+        await record_versions(session, versions[0])
+    if leaf_id in doomed:
+        rest = versions[-1].id if versions else message.parent_id
+        new_leaf = None if rest is None else await _newest_below(session, thread.id, rest)
+        await move_leaf(
+            session,
+            thread.id,
+            None if new_leaf is None else await _stored(session, thread.id, new_leaf),
+        )
+    else:
+        await move_leaf(session, thread.id, await _stored(session, thread.id, leaf_id))
