@@ -191,9 +191,15 @@ async def _answer(
     )
 
 
-async def follow_branch(session: AsyncSession, thread_id: UUID, message_id: str) -> None:
+async def follow_branch(
+    session: AsyncSession, thread_id: UUID, message_id: str, run_id: UUID
+) -> None:
     """A run that waited for another makes its branch current as it starts (`switch_to`);
-    a message deleted meanwhile leaves the thread as it is."""
+    a message deleted meanwhile leaves the thread as it is, and so does a parked run taken
+    up again (it wrote its calls on its branch, which stayed current: no switch while a
+    run is under way)."""
+    if await session.scalar(repository.run_messages(run_id).limit(1)) is not None:
+        return
     params = {"thread_id": thread_id, "message_id": UUID(message_id)}
     rows = (await direct.execute(session, _MESSAGE, params)).mappings()
     if rows:

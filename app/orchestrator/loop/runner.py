@@ -185,7 +185,8 @@ class RunExecution:
 
     async def _prepare(self) -> tuple[RunState, LoopSpec, list[dict[str, Any]]]:
         if self.run.options and (switch_to := self.run.options.get("switch_to")):
-            await self.deps.write(lambda s: follow_branch(s, self.run.thread_id, switch_to))
+            thread_id, run_id = self.run.thread_id, self.run.id
+            await self.deps.write(lambda s: follow_branch(s, thread_id, switch_to, run_id))
         async with self.deps.read_sessions() as session:
             params = {"thread_id": self.run.thread_id, "agent_id": self.run.agent_id}
             row = (await session.execute(repository.RUN_CONTEXT, params)).first()
