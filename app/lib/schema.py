@@ -67,8 +67,28 @@ class Schema(msgspec.Struct, kw_only=True):
                 msgspec.structs.force_setattr(self, name, served_time(value))
 
 
+# The years a date may take: one far outside them overflows when moved between time
+# zones (year 1 at +01:00 has no UTC) and means nothing for a task or a schedule.
+EARLIEST_YEAR, LATEST_YEAR = 1900, 9000
+
+
+def check_dates(struct: msgspec.Struct) -> None:
+    """A ValueError (msgspec makes it a validation error, a 400) for a datetime field
+    outside EARLIEST_YEAR..LATEST_YEAR."""
+    for name in struct.__struct_fields__:
+        value = getattr(struct, name)
+        if isinstance(value, datetime) and not EARLIEST_YEAR <= value.year <= LATEST_YEAR:
+            raise ValueError(
+                f"`{name}` must be a date between the years {EARLIEST_YEAR} and {LATEST_YEAR}"
+            )
+
+
 class Input(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """A request body: unknown fields are rejected so typos never pass silently."""
+    """A request body: unknown fields are rejected so typos never pass silently, and
+    dates outside the years a calendar holds (`check_dates`) are refused."""
+
+    def __post_init__(self) -> None:
+        check_dates(self)
 
     def sent_fields(self) -> dict[str, Any]:
         """The fields the client sent (a PATCH body leaves the others UNSET)."""

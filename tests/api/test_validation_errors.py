@@ -55,6 +55,10 @@ async def test_due_at_without_timezone_is_400_naming_the_field(
     assert "due_at must include a timezone" in problem["detail"]
     assert _fields(problem) == {"due_at": "must include a timezone"}
 
+    year_one = {"due_at": "0001-01-01T00:00:00+01:00"}  # no UTC time: out of range
+    far = assert_problem(await client.patch(url, json=year_one, headers=alice.headers), 400)
+    assert "`due_at` must be a date between the years 1900 and 9000" in far["detail"]
+
     aware = await client.patch(url, json={"due_at": "2030-01-02T09:00:00Z"}, headers=alice.headers)
     assert aware.status_code == 200 and aware.json()["due_at"].startswith("2030-01-02T09:00:00")
 

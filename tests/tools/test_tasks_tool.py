@@ -112,6 +112,10 @@ async def test_validation_errors(harness: ToolHarness) -> None:
     assert naive.error_type == "validation_error"
     assert naive.details["errors"][0]["field"] == "due_at"
     assert "timezone" in naive.details["errors"][0]["message"]
+    for year_one in ("0001-01-01T00:00:00+01:00", "9999-12-31T23:00:00-05:00"):
+        far = await harness.call("tasks", {"action": "create", "title": "x", "due_at": year_one})
+        assert far.error_type == "validation_error", far  # not a crash (system_error)
+        assert "`due_at` must be a date between the years 1900 and 9000" in far.error
     big_limit = await harness.call("tasks", {"action": "list", "limit": 500})
     assert big_limit.details["errors"][0]["message"] == "Expected `int` <= 50"
 

@@ -10,7 +10,7 @@ import msgspec
 
 from app.db.models import Schedule
 from app.lib.problems import ProblemException
-from app.lib.schema import Schema
+from app.lib.schema import Schema, check_dates
 from app.schedules import services
 from app.schedules.schemas import Prompt, Rule, ScheduleCreate, TimeZoneName
 from app.tools.base import Tool, ToolContext, ToolData, ToolResult
@@ -28,6 +28,9 @@ class CreateParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     rule: Rule | None = None
     run_at: RunAt | None = None
     time_zone: Annotated[TimeZoneName, msgspec.Meta(description="The user's IANA zone.")] = "UTC"
+
+    def __post_init__(self) -> None:
+        check_dates(self)
 
 
 class ListParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

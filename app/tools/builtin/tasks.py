@@ -9,7 +9,7 @@ from uuid import UUID
 import msgspec
 
 from app.db.models import Task
-from app.lib.schema import Schema
+from app.lib.schema import Schema, check_dates
 from app.tasks import services
 from app.tasks.schemas import TaskNotes, TaskTitle
 from app.tools.base import Tool, ToolContext, ToolData, ToolResult
@@ -38,6 +38,9 @@ class CreateParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     due_at: DueAt | None = None
     remind_before_minutes: RemindBefore | None = None
 
+    def __post_init__(self) -> None:
+        check_dates(self)
+
 
 class UpdateParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     task_id: TaskId
@@ -48,6 +51,9 @@ class UpdateParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     status: (
         Annotated[Literal["active", "completed"], msgspec.Meta(description=STATUS_DOC)] | None
     ) = None
+
+    def __post_init__(self) -> None:
+        check_dates(self)
 
 
 class CompleteParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
