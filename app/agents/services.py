@@ -9,7 +9,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agents import repository
-from app.agents.delegates import owned_specialists
+from app.agents.delegates import is_delegate_name, owned_specialists
 from app.agents.schemas import AgentUpdate
 from app.db.models import Agent, User
 from app.lib.lookup import one_or_404
@@ -63,19 +63,29 @@ def check_agent_type(agent_type: str) -> None:
 def check_enabled_tools(enabled_tools: list[str] | None) -> None:
     """Every name must be a registered tool, or a legacy name of one (what
     `litestar tools consolidate --reverse` writes): a typo would silently disable a tool."""
+    check_tool_names(enabled_tools or [], "enabled_tools")
+
+
+def check_tool_names(names: list[str], field: str, *, specialists: bool = False) -> None:
+    """400 naming each unknown tool of `names` (the body's `field`); with `specialists`,
+    `ask_<name>` names pass too (whose specialist exists is the run's to judge)."""
     known = known_tool_names()
-    unknown = [name for name in enabled_tools or [] if not is_enableable_tool_name(name)]
+
+    def fine(name: str) -> bool:
+        return is_enableable_tool_name(name) or (specialists and is_delegate_name(name))
+
+    unknown = [(index, name) for index, name in enumerate(names) if not fine(name)]
     if unknown:
         raise ProblemException(
             400,
-            f"Unknown tool(s) in enabled_tools: {', '.join(unknown)}.",
+            f"Unknown tool(s) in {field}: {', '.join(name for _, name in unknown)}.",
             errors=[
                 {
-                    "field": f"enabled_tools[{(enabled_tools or []).index(name)}]",
+                    "field": f"{field}[{index}]",
                     "message": f"unknown tool {name!r}; must be one of {known}",
                     "source": "body",
                 }
-                for name in unknown
+                for index, name in unknown
             ],
         )
 

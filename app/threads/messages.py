@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from uuid_utils.compat import uuid7
 
+from app.agents.services import check_tool_names
 from app.attachments import services as attachments
 from app.db.models import Agent, Run, Thread, ThreadMessage
 from app.lib.lookup import one_or_404
@@ -75,6 +76,8 @@ async def post_user_message(
     serialise and exactly one of them creates rows; otherwise the message's own seq bump
     is the only lock needed. `agent_type`: the thread's agent's, if the caller read it.
     """
+    if data.tools:  # a typo would narrow the run to nothing, silently
+        check_tool_names(data.tools, "tools", specialists=True)
     rejects = await rejects_double_texting(session, thread, agent_type)
     if data.client_message_id is not None or rejects:
         await lock_thread(session, thread.id)

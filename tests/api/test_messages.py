@@ -164,3 +164,17 @@ async def test_malformed_json_body_is_400_problem(client: AsyncClient, alice: Ap
         headers={**alice.headers, "content-type": "application/json"},
     )
     assert_problem(response, 400)
+
+
+async def test_an_unknown_tool_in_the_allow_list_is_400_naming_it(
+    client: AsyncClient, db: AsyncSession, alice: ApiUser
+) -> None:
+    thread = await create_thread(client, alice)
+    typo = await post_message(client, alice, thread["id"], "hi", tools=["tasks", "taks"])
+    problem = assert_problem(typo, 400)
+    assert "Unknown tool(s) in tools: taks." in problem["detail"]
+    assert [error["field"] for error in problem["errors"]] == ["tools[1]"]
+    stored = await db.scalar(select(func.count()).where(ThreadMessage.thread_id == thread["id"]))
+    assert stored == 0  # nothing queued for a run that could use no tool
+    specialist = await post_message(client, alice, thread["id"], "hi", tools=["ask_sage"])
+    assert specialist.status_code == 202, specialist.text  # whose specialist: the run judges
