@@ -215,6 +215,15 @@ def _streamed(activity: Activity) -> dict[str, Any]:
     return {key: data[key] for key in OUTPUT_KEYS if key in data}
 
 
+def _carries(data: dict[str, Any] | None, output: str) -> bool:
+    """Whether a field of the result begins with the streamed output (a fetched page's
+    text, a specialist's answer): the live copy was a preview of it."""
+    text = output.lstrip()
+    return bool(text) and any(
+        isinstance(value, str) and value.startswith(text) for value in (data or {}).values()
+    )
+
+
 def _result_data(activity: Activity, outcome: Outcome) -> dict[str, Any] | None:
     """Success: the tool's data plus the output it streamed; failure: the error (`type:
     "error"` with its hints) plus the output streamed before it."""
@@ -225,8 +234,8 @@ def _result_data(activity: Activity, outcome: Outcome) -> dict[str, Any] | None:
             outcome.suggestion, outcome.details,
         )  # fmt: skip
         return {**error, **streamed}
-    if not streamed:
-        return outcome.data
+    if not streamed or _carries(outcome.data, streamed.get("output", "")):
+        return outcome.data  # the result holds what was streamed: stored once, its own cut
     data = {**(outcome.data or {}), "output": streamed["output"]}
     if streamed.get("truncated") or (outcome.data or {}).get("truncated"):
         data["truncated"] = True
@@ -237,7 +246,8 @@ def finished(
     activity: Activity | None, outcome: Outcome, *, now: datetime | None = None
 ) -> Activity:
     """The call's result: success with its data, or failure with the error as data;
-    streamed output is kept either way, and `preview` summarises the result."""
+    streamed output is kept either way (unless the result begins with it: `_carries`),
+    and `preview` summarises the result."""
     activity = activity or {}
     return {
         **activity,

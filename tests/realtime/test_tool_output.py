@@ -230,7 +230,8 @@ async def test_a_specialists_answer_streams_into_its_ask_cell(
         assert last_chunk < frame_index(ws, ended_cell(ask_id))
         final = tool_frames(ws)[-1]["message"]["tool_activity"]
         assert final["name"] == "ask_researcher" and final["status"] == "success"
-        assert final["data"]["answer"] == answer and final["data"]["output"] == answer
+        assert final["data"]["answer"] == answer
+        assert "output" not in final["data"]  # the live preview of the answer: not kept twice
 
 
 async def test_a_fetched_page_streams_its_readable_text(
@@ -268,5 +269,8 @@ async def test_a_fetched_page_streams_its_readable_text(
     streamed = "".join(f["chunk"] for f in frames)
     assert streamed.strip() == final["data"]["content"]
     assert final["data"]["content"].splitlines()[0] == paragraphs[0]
+    # The page (about 28,000 characters) is stored once, whole: the streamed copy, cut at
+    # TOOL_OUTPUT_MAX_CHARS, was its preview; the cell says what the model read.
+    assert "output" not in final["data"] and final["data"]["truncated"] is False
     assert len({f["offset"] for f in frames}) == len(frames) > 2  # piece by piece
     assert frame_index(ws, lambda f: f is frames[-1]) < frame_index(ws, ended_cell(fetch_id))
