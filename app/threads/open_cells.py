@@ -12,8 +12,8 @@ from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import clock
 from app.db.models import ThreadMessage
-from app.lib.time import utcnow
 from app.threads import activity as cell
 from app.threads import plan as plan_cell
 from app.threads import repository
@@ -29,7 +29,7 @@ async def close_open_activities(
         repository.run_tool_messages(run_id).execution_options(populate_existing=True)
     )
     closed = 0
-    now = utcnow()
+    now = clock.now()
     for message in messages:
         closed += await close_cell(session, message, error_type=error_type, error=error, now=now)
     return closed + await close_open_plan(session, run_id, error=error)

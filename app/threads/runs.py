@@ -14,9 +14,9 @@ from uuid import UUID
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import clock
 from app.db.models import Run, RunStatus, Thread
 from app.lib.lookup import one_or_404
-from app.lib.time import utcnow
 from app.threads import changes, repository
 from app.threads.open_cells import close_open_activities
 
@@ -40,6 +40,9 @@ async def queue_run(
         trigger_message_id=trigger_message_id,
         status=RunStatus.QUEUED.value,
         options=options,
+        # the database's clock, as every later time of the run: a duration is right
+        # whichever host queued, ran and ended it
+        created_at=clock.now(),
     )
     session.add(run)
     await session.flush()
@@ -64,7 +67,7 @@ async def request_cancel(session: AsyncSession, run: Run) -> Run:
             .where(Run.id == run.id, Run.status == RunStatus.QUEUED.value)
             .values(
                 status=RunStatus.CANCELLED.value,
-                finished_at=utcnow(),
+                finished_at=clock.now(),
                 **changes.run_end_values(),
             )
             .returning(Run)

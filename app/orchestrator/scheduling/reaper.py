@@ -24,7 +24,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import clock
 from app.db.models import Run, RunStatus, runner_heartbeats
 from app.lib.background import BackgroundService
-from app.lib.time import utcnow
 from app.orchestrator.scheduling.parking import requeue_parked
 from app.orchestrator.scheduling.runner_db import RunnerDatabase
 from app.orchestrator.scheduling.runs import INTERRUPTED
@@ -174,7 +173,7 @@ async def _fail_running(
             .values(
                 status=RunStatus.FAILED.value,
                 error=error,
-                finished_at=utcnow(),
+                finished_at=clock.now(),  # the claim stamped started_at on it
                 lease_expires_at=None,
                 lease_epoch=Run.lease_epoch + 1,  # its runner's writes are refused from now
                 **changes.run_end_values(),

@@ -16,9 +16,8 @@ from uuid import UUID
 from sqlalchemy import bindparam, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import direct
+from app.db import clock, direct
 from app.db.models import Run, RunStatus
-from app.lib.time import utcnow
 from app.threads import activity as cell
 from app.threads import changes
 from app.threads.fence import Fenced, Lease
@@ -80,7 +79,7 @@ def _finish_params(
         "epoch": lease.epoch,
         "status": status.value,
         "error": error,
-        "now": utcnow(),
+        "now": clock.now(),  # the database clock, as the claim stamped started_at
     }
     for column in USAGE_COLUMNS:
         params[f"usage_{column}"] = None if usage is None else usage[column]
