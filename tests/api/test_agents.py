@@ -43,6 +43,7 @@ async def test_create_get_list_and_patch_agent(client: AsyncClient, alice: ApiUs
         "web",
         "memory",
         "self_authoring",
+        "schedules",
     ]
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from httpx import AsyncClient
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Thread, ThreadMessage
+from app.db.models import Memory, Thread, ThreadMessage
 from app.openapi_export import generate_openapi
 from tests.api.support import assert_problem, create_thread, post_message
 from tests.conftest import ApiUser
@@ -38,6 +39,23 @@ FOREIGN_ID_ATTEMPTS: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/api/live-activities/{activity_id}/end", {"content_state": {"status": "completed"}}),
     ("DELETE", "/api/live-activities/{activity_id}", None),
     ("DELETE", "/api/live-activities/push-to-start/{token_id}", None),
+    ("POST", "/api/tasks/{task_id}/reminder-answer", {"action": "complete"}),
+    ("POST", f"{T}/messages/{{message_id}}/edit", {"content": "mine now"}),
+    ("POST", f"{T}/messages/{{message_id}}/regenerate", {}),
+    ("POST", f"{T}/messages/{{message_id}}/switch", None),
+    ("DELETE", f"{T}/messages/{{message_id}}", None),
+    ("GET", "/api/attachments/{attachment_id}", None),
+    ("GET", "/api/attachments/{attachment_id}/content", None),
+    ("GET", "/api/attachments/{attachment_id}/thumbnail", None),
+    ("DELETE", "/api/attachments/{attachment_id}", None),
+    ("GET", "/api/memories/{memory_id}", None),
+    ("PATCH", "/api/memories/{memory_id}", {"content": "mine now"}),
+    ("DELETE", "/api/memories/{memory_id}", None),
+    ("GET", "/api/schedules/{schedule_id}", None),
+    ("PATCH", "/api/schedules/{schedule_id}", {"prompt": "mine now"}),
+    ("POST", "/api/schedules/{schedule_id}/pause", None),
+    ("POST", "/api/schedules/{schedule_id}/resume", None),
+    ("DELETE", "/api/schedules/{schedule_id}", None),
 ]
 
 
@@ -58,8 +76,19 @@ async def test_foreign_ids_answer_404(
     thread = await create_thread(client, bob, "bob's secrets")
     posted = (await post_message(client, bob, thread["id"], "secret")).json()
     task = TaskFactory.build(owner_id=bob.user.id, title="bob's task")
-    db.add(task)
+    memory = Memory(owner_id=bob.user.id, content="bob's secret memory")
+    db.add_all([task, memory])
     await db.commit()
+    upload = {"file": ("secret.txt", b"bob's secret file", "text/plain")}
+    attachment = await client.post("/api/attachments", files=upload, headers=bob.headers)
+    assert attachment.status_code == 201, attachment.text
+    later = (datetime.now(UTC) + timedelta(days=30)).isoformat()
+    schedule = await client.post(
+        "/api/schedules",
+        json={"thread_id": thread["id"], "prompt": "secret", "kind": "once", "run_at": later},
+        headers=bob.headers,
+    )
+    assert schedule.status_code == 201, schedule.text
     device = {"token": "cd" * 32, "environment": "sandbox", "bundle_id": "com.example.app"}
     registered = await client.post("/api/devices", json=device, headers=bob.headers)
     activity = await client.post(
@@ -79,6 +108,9 @@ async def test_foreign_ids_answer_404(
         "run_id": posted["run"]["id"],
         "agent_id": str(bob.agent.id),
         "task_id": str(task.id),
+        "attachment_id": attachment.json()["id"],
+        "memory_id": str(memory.id),
+        "schedule_id": schedule.json()["id"],
     }
 
     for method, template, body in FOREIGN_ID_ATTEMPTS:
@@ -102,6 +134,13 @@ async def test_foreign_ids_answer_404(
     agent = (await client.get(f"/api/agents/{bob.agent.id}", headers=bob.headers)).json()
     assert agent["name"] == bob.agent.name
     assert len((await client.get("/api/devices", headers=bob.headers)).json()["items"]) == 1
+    memory_url = f"/api/memories/{ids['memory_id']}"
+    assert (await client.get(memory_url, headers=bob.headers)).json()["content"] == memory.content
+    schedule_url = f"/api/schedules/{ids['schedule_id']}"
+    kept = (await client.get(schedule_url, headers=bob.headers)).json()
+    assert kept["prompt"] == "secret" and kept["status"] == "active", kept
+    attachment_url = f"/api/attachments/{ids['attachment_id']}/content"
+    assert (await client.get(attachment_url, headers=bob.headers)).content == b"bob's secret file"
 
 
 async def test_lists_show_only_own_objects(

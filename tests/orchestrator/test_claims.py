@@ -159,7 +159,9 @@ async def test_a_run_ends_with_its_answer_in_one_statement_and_a_lost_lease_writ
         assert heads(statements) == ["WITH"]
     else:
         bump, row, run = "UPDATE threads", "INSERT thread_messages", "UPDATE runs"
-        assert heads(statements) == ["BEGIN", bump, row, run, "COMMIT"]
+        # the message tree: its parent (the thread's leaf) read, the new leaf written
+        parent, leaf = "SELECT", "UPDATE threads"
+        assert heads(statements) == ["BEGIN", bump, parent, row, leaf, run, "COMMIT"]
 
     answer = {"role": "assistant", "content": "Too late.", "run_id": lost.id}
     async with reading(session_factory)() as session:
