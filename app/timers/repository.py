@@ -21,19 +21,21 @@ def claim_due_reminders(postgres: bool) -> Any:
     On PostgreSQL the rows are locked SKIP LOCKED (two schedulers take different ones);
     on SQLite the write lock serialises them. The caller writes the pushes in the same
     transaction: claim and push commit together or not at all."""
-    due = (
-        select(Task.id)
-        .where(Task.remind_at <= bindparam("now"))
-        .order_by(Task.remind_at)
-        .limit(BATCH)
+    return _claim_due(Task, Task.remind_at, Task.reminded_at, BATCH, postgres).returning(
+        Task.id, Task.owner_id, Task.reminded_at
     )
+
+
+def _claim_due(model: Any, due_at: Any, claimed_at: Any, batch: int, postgres: bool) -> Any:
+    """The one claim of both timers: up to `batch` rows due (`due_at <= :now`, oldest
+    first) move `due_at` to `claimed_at` in one UPDATE (SKIP LOCKED on PostgreSQL)."""
+    due = select(model.id).where(due_at <= bindparam("now")).order_by(due_at).limit(batch)
     if postgres:
         due = due.with_for_update(skip_locked=True)
     return (
-        update(Task)
-        .where(Task.id.in_(due.scalar_subquery()), Task.remind_at.is_not(None))
-        .values(reminded_at=Task.remind_at, remind_at=None)
-        .returning(Task.id, Task.owner_id, Task.reminded_at)
+        update(model)
+        .where(model.id.in_(due.scalar_subquery()), due_at.is_not(None))
+        .values({claimed_at: due_at, due_at: None})
         .execution_options(synchronize_session=False)
     )
 
@@ -47,21 +49,10 @@ def next_reminder() -> Select[Any]:
 def claim_due_schedules(postgres: bool) -> Any:
     """Due schedules, claimed like reminders: `next_run_at` moves to `last_run_at` (the
     time they were due, returned), so no other scheduler sees them due."""
-    due = (
-        select(Schedule.id)
-        .where(Schedule.next_run_at <= bindparam("now"))
-        .order_by(Schedule.next_run_at)
-        .limit(SCHEDULE_BATCH)
+    claim = _claim_due(
+        Schedule, Schedule.next_run_at, Schedule.last_run_at, SCHEDULE_BATCH, postgres
     )
-    if postgres:
-        due = due.with_for_update(skip_locked=True)
-    return (
-        update(Schedule)
-        .where(Schedule.id.in_(due.scalar_subquery()), Schedule.next_run_at.is_not(None))
-        .values(last_run_at=Schedule.next_run_at, next_run_at=None)
-        .returning(Schedule.id, Schedule.last_run_at)
-        .execution_options(synchronize_session=False)
-    )
+    return claim.returning(Schedule.id, Schedule.last_run_at)
 
 
 def next_schedule() -> Select[Any]:
