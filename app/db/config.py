@@ -80,13 +80,24 @@ def pool_options(settings: Settings, size: int) -> dict[str, Any]:
         # (server restart) fails one statement (a 503); SQLAlchemy then invalidates the
         # pool, and pool_recycle retires connections before idle timeouts can kill them.
         options["pool_recycle"] = 1800
-        # A connection whose peer went silent (a partition: no reset, no error) would
-        # wait until TCP gives up. asyncpg's command_timeout raises TimeoutError, which
-        # SQLAlchemy's asyncpg dialect counts as a disconnect: the connection is dropped.
-        if settings.database_statement_timeout_seconds > 0:
-            timeout = settings.database_statement_timeout_seconds
-            options["connect_args"] = {"command_timeout": timeout}
+        options["connect_args"] = _asyncpg_connect_args(settings)
     return options
+
+
+def _asyncpg_connect_args(settings: Settings) -> dict[str, Any]:
+    """A connection whose peer went silent (a partition: no reset, no error) would wait
+    until TCP gives up: asyncpg's command_timeout raises TimeoutError, which SQLAlchemy's
+    asyncpg dialect counts as a disconnect, so the connection is dropped. The other way
+    round, the server drops a session that left a transaction open and silent (its
+    locks would hold up other hosts: app/orchestrator/scheduling/reaper.py)."""
+    args: dict[str, Any] = {}
+    if settings.database_statement_timeout_seconds > 0:
+        args["command_timeout"] = settings.database_statement_timeout_seconds
+    idle = settings.database_idle_in_transaction_timeout_seconds
+    if idle > 0:
+        milliseconds = str(max(1, round(idle * 1000)))
+        args["server_settings"] = {"idle_in_transaction_session_timeout": milliseconds}
+    return args
 
 
 def _is_memory_sqlite(url: str) -> bool:

@@ -45,6 +45,16 @@ class DatabaseSettings:
             extra={"env": "DATABASE_STATEMENT_TIMEOUT"},
         ),
     ] = 30.0
+    database_idle_in_transaction_timeout_seconds: Annotated[
+        NonNegativeFloat,
+        Meta(
+            description="PostgreSQL: the server ends a session that left a transaction "
+            "open and silent this long (a host cut off between a write and its COMMIT), "
+            "releasing its locks: how long a cut-off host's run can wait before it is "
+            "taken over. Set by the app on each of its connections (0: the server's "
+            "setting)",
+        ),
+    ] = 15.0
 
     @property
     def is_sqlite(self) -> bool:

@@ -53,14 +53,19 @@ class RunSettings:
         Meta(description="lease of a running run, renewed by its worker; expired: interrupted"),
     ] = 30.0
     # Runner liveness: a peer whose heartbeat did not change for the timeout is taken for
-    # dead and its runs are failed (the lease stays the backstop).
+    # dead and its runs are failed (the lease stays the backstop). The timeout is a margin
+    # over a network blip: TCP's retransmission backoff stretches a cut of a few seconds
+    # into a longer silence, and a blip must cost latency, not runs.
     runner_heartbeat_seconds: Annotated[
         PositiveFloat, Meta(description="how often each process renews its heartbeat row")
     ] = 0.5
     runner_heartbeat_timeout_seconds: Annotated[
         PositiveFloat,
-        Meta(description="a peer whose heartbeat is this old is dead: its runs are failed"),
-    ] = 3.0
+        Meta(
+            description="a peer whose heartbeat is this old is dead: its runs are failed "
+            "(a margin over a network blip; a really dead host's runs wait this long)"
+        ),
+    ] = 10.0
     runner_db_retry_seconds: Annotated[
         PositiveFloat,
         Meta(description="how long a run's last write retries while the database is unreachable"),

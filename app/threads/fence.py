@@ -13,6 +13,10 @@ context variable, inherited by the tasks the run starts). The writer (writer.py)
 every message insert and update, and so the thread bump, made under a lease; a write made
 outside a run (an HTTP request, the reaper) holds none and is not fenced.
 
+A lease that expired is no longer held, reaped yet or not: a runner cut off for longer than
+its lease (its renewals could not land) writes nothing more when it reaches the database
+again, and cannot renew that lease either (scheduling/leases.py); the run is the reaper's.
+
 On PostgreSQL the check locks the run row FOR SHARE until commit: a reaper failing the run
 meanwhile waits for the write (and then sees and closes its cell), or the write waits for
 the reaper and is refused. Without the lock, a write could pass the check on a snapshot
@@ -31,6 +35,7 @@ from uuid import UUID
 from sqlalchemy import Exists, bindparam, exists, literal
 from sqlalchemy import select as sql_select
 
+from app.db import clock
 from app.db.models import Run, RunStatus
 
 _runs = Run.__table__
@@ -83,7 +88,7 @@ def released() -> Iterator[None]:
 
 def holds() -> Exists:
     """EXISTS (the run still running under the lease given as `f_run`, `f_owner`,
-    `f_epoch`), for a statement's WHERE; FOR SHARE on PostgreSQL (see the module's doc;
+    `f_epoch`, not expired at `f_now`), for a statement's WHERE; FOR SHARE on PostgreSQL (see the module's doc;
     SQLite renders no locking clause: its writer holds the database's write lock)."""
     run = _runs.c
     current = (
@@ -94,6 +99,7 @@ def holds() -> Exists:
             run.lease_owner == bindparam("f_owner"),
             run.lease_epoch == bindparam("f_epoch"),
             run.status == RunStatus.RUNNING.value,
+            run.lease_expires_at > bindparam("f_now"),
         )
         .with_for_update(read=True)
     )
@@ -101,8 +107,14 @@ def holds() -> Exists:
 
 
 def params(lease: Lease) -> dict[str, Any]:
-    """The parameters of `holds()`."""
-    return {"f_run": lease.run_id, "f_owner": lease.owner, "f_epoch": lease.epoch}
+    """The parameters of `holds()`: the lease, and now on the database's clock (a lease
+    that expired while its runner was cut off is no longer held, reaped or not)."""
+    return {
+        "f_run": lease.run_id,
+        "f_owner": lease.owner,
+        "f_epoch": lease.epoch,
+        "f_now": clock.now(),
+    }
 
 
 __all__ = ("Fenced", "Lease", "held", "hold", "holds", "params", "released")

@@ -33,11 +33,14 @@ from tests.support.processes import until
 APP_PORT = 8000
 LAG_PORT = 15432
 FAKETIME_LIBRARY = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
-# Short enough that every failure resolves within seconds.
+# Short enough that every failure resolves within seconds; long enough that a blip of
+# up to 4 s (stretched by TCP's retransmission backoff) takes no host for dead and lets
+# no lease lapse (tests/hosts/test_blips.py).
 SERVER_SETTINGS = {
-    "RUN_LEASE_SECONDS": "6",
+    "RUN_LEASE_SECONDS": "12",
     "RUNNER_HEARTBEAT_SECONDS": "0.5",
-    "RUNNER_HEARTBEAT_TIMEOUT_SECONDS": "3",
+    "RUNNER_HEARTBEAT_TIMEOUT_SECONDS": "9",
+    "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS": "4",
     "RUNNER_POLL_SECONDS": "0.3",
     "RUNNER_DB_RETRY_SECONDS": "30",
     "DATABASE_POOL_TIMEOUT": "5",

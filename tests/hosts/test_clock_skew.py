@@ -3,7 +3,7 @@
 A third server joins on app2 with its wall clock 30 s ahead and claims no runs
 (`RUNNER_MAX_CONCURRENT_RUNS=0`: its heartbeat and its reaper still run), so every run
 is app1's and the skewed process only judges app1's leases. Runs last longer than a
-lease (6 s), so their leases are renewed while the skewed reaper watches; none may be
+lease (12 s: tests/hosts/deployment.py), so their leases are renewed while the skewed reaper watches; none may be
 taken for expired, and the phones on the skewed host see the turns end as completed.
 """
 
@@ -59,7 +59,7 @@ async def test_a_host_30_s_ahead_takes_no_live_lease_for_expired(
 
     user = await healed.user()
     started = time.monotonic()
-    turns = [await healed.start_turn(user, via, "slow 9") for via in (skewed, healed.host("app1"))]
+    turns = [await healed.start_turn(user, via, "slow 14") for via in (skewed, healed.host("app1"))]
     async with AsyncExitStack() as stack:
         phones = [
             await stack.enter_async_context(healed.phone(turn, user, skewed)) for turn in turns
@@ -73,5 +73,5 @@ async def test_a_host_30_s_ahead_takes_no_live_lease_for_expired(
     for turn in turns:
         assert await healed.run_status(turn) == ("completed", None)
     report(
-        f"one host's clock {OFFSET_SECONDS} s ahead", healed.transport, elapsed, "2 turns of 9 s"
+        f"one host's clock {OFFSET_SECONDS} s ahead", healed.transport, elapsed, "2 turns of 14 s"
     )

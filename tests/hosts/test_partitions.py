@@ -14,10 +14,18 @@ import time
 
 import pytest
 
-from tests.hosts.turns import Deployment, Turn, execution_over, report, runs_ended_on
+from tests.hosts.deployment import SERVER_SETTINGS
+from tests.hosts.turns import (
+    Deployment,
+    HeartbeatWatch,
+    Turn,
+    execution_over,
+    report,
+    runs_ended_on,
+)
 from tests.support.processes import until
 
-CUT_SECONDS = 10
+CUT_SECONDS = 15  # past the heartbeat timeout and the lease (tests/hosts/deployment.py)
 REDIS_CUT_SECONDS = 6
 REDIS_PORT = 6379
 POSTGRES_PORT = 5432  # only PostgreSQL: Redis, on the same data host, still answers
@@ -25,19 +33,21 @@ PUSH_POLL_SECONDS = 1  # the servers' PUSH_POLL_SECONDS (tests/hosts/conftest.py
 
 
 async def test_an_app_host_cut_from_postgresql_mid_turn(healed: Deployment) -> None:
-    """The runner's host loses the database for 10 s: the other host sees its heartbeat
+    """The runner's host loses the database for 15 s: the other host sees its heartbeat
     stop and fails the run (its cell ends as `failure`); when the link heals, the cut
-    runner writes nothing more into the ended run."""
+    runner writes nothing more into the ended run. Meanwhile the other host beats on and
+    a turn it runs during the cut completes."""
     user = await healed.user()
     turn = await healed.start_turn(user, healed.host("app1"), "slow 4")
     runner = await healed.runner_of(turn)
     survivor = healed.other(runner)
     before = await runs_ended_on(runner)
-    async with healed.phone(turn, user, runner) as phone:
+    async with healed.phone(turn, user, runner) as phone, HeartbeatWatch(healed, survivor) as beats:
         await healed.tool_running(turn)
         healed.network.cut_service(runner.name, "data", POSTGRES_PORT)
         settled = asyncio.create_task(healed.settle(turn, user, phone, survivor))
-        await asyncio.sleep(CUT_SECONDS)  # the scenario: a 10 s partition
+        during = await healed.start_turn(user, survivor, "slow 2")  # only it can claim now
+        await asyncio.sleep(CUT_SECONDS)  # the scenario: a 15 s partition
         healed.network.heal_service(runner.name, "data", POSTGRES_PORT)
         recovery = await settled
         await execution_over(runner, before, timeout=45)
@@ -45,7 +55,14 @@ async def test_an_app_host_cut_from_postgresql_mid_turn(healed: Deployment) -> N
         await healed.assert_clean(turn, phone)
     status, error = await healed.run_status(turn)
     assert status == "failed", error
-    report("app host cut from PostgreSQL 10 s", healed.transport, recovery)
+    assert await healed.run_status(during) == ("completed", None)
+    assert beats.longest < float(SERVER_SETTINGS["RUNNER_HEARTBEAT_TIMEOUT_SECONDS"])
+    report(
+        f"app host cut from PostgreSQL {CUT_SECONDS} s",
+        healed.transport,
+        recovery,
+        f"other host's heartbeat at most {beats.longest:.1f} s old",
+    )
 
 
 @pytest.mark.parametrize("deployment", ["wake-redis"], indirect=True)
@@ -110,7 +127,7 @@ async def test_an_unwatched_turn_cut_from_postgresql_is_pushed_once(healed: Depl
     healed.network.cut_service(runner.name, "data", POSTGRES_PORT)
     await until(lambda: _pushed(healed, turn), timeout=CUT_SECONDS)
     pushed = time.monotonic() - started
-    await asyncio.sleep(CUT_SECONDS - pushed)  # the rest of the 10 s partition
+    await asyncio.sleep(CUT_SECONDS - pushed)  # the rest of the partition
     healed.network.heal_service(runner.name, "data", POSTGRES_PORT)
     await execution_over(runner, before, timeout=45)
     await asyncio.sleep(3 * PUSH_POLL_SECONDS)  # both senders poll their outbox meanwhile

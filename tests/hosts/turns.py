@@ -15,6 +15,7 @@ phone got no frame twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -255,6 +256,38 @@ async def execution_over(host: AppHost, before: float, timeout: float) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+class HeartbeatWatch:
+    """The longest a host's heartbeat row stayed unchanged while watched (on the
+    database's clock, from this test's own link to the data host): whether a fault of
+    another host ever stopped it."""
+
+    def __init__(self, deployment: Deployment, host: AppHost) -> None:
+        self.deployment, self.host = deployment, host
+        self.longest = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> HeartbeatWatch:
+        self._task = asyncio.create_task(self._watch())
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+    async def _watch(self) -> None:
+        while True:  # the hosts share this machine's clock: beats and now compare
+            rows = await self.deployment.sql(
+                "SELECT EXTRACT(EPOCH FROM clock_timestamp() - beat_at) FROM runner_heartbeats"
+                " WHERE split_part(owner, ':', 2) = :pid",
+                pid=str(self.host.pid),
+            )
+            if rows:
+                self.longest = max(self.longest, float(rows[0][0]))
+            await asyncio.sleep(0.1)
 
 
 def report(scenario: str, transport: str, seconds: float, note: str = "") -> None:

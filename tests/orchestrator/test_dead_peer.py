@@ -2,7 +2,8 @@
 
 Two server processes share the test database. The first runs a slow tool and is killed
 with SIGKILL; the second sees the first's heartbeat stop and fails its run and closes the
-open cell within a few seconds (the lease alone would take 30). The second claims no runs
+open cell within a few seconds of its heartbeat timeout (3 s here; the lease alone would
+take 30). The second claims no runs
 (`RUNNER_MAX_CONCURRENT_RUNS=0`: its heartbeat and reaper still run), so the run is
 surely the first's and both can start at once.
 """
@@ -35,7 +36,10 @@ async def test_a_surviving_peer_ends_the_cells_of_a_killed_one_within_seconds(
     client: httpx.AsyncClient,
 ) -> None:
     user = await slow_tester(db, fake_llm)
-    env = server_env(database_url, fake_llm, agent_types_file, RUN_LEASE_SECONDS="30")
+    env = server_env(
+        database_url, fake_llm, agent_types_file,
+        RUN_LEASE_SECONDS="30", RUNNER_HEARTBEAT_TIMEOUT_SECONDS="3",
+    )  # fmt: skip
     port_a, port_b = free_port(), free_port()
     doomed = start_server(port_a, env)
     survivor = start_server(port_b, {**env, "RUNNER_MAX_CONCURRENT_RUNS": "0"})

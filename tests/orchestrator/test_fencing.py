@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 from uuid import UUID
 
 import pytest
@@ -21,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db import clock
 from app.db.models import Run, RunStatus, Thread, ThreadMessage
+from app.orchestrator.scheduling import leases as leases_module
 from app.orchestrator.scheduling import reaper, runs
 from app.threads import activity as cell
 from app.threads import fence
@@ -163,7 +165,10 @@ async def test_writes_under_a_lease_no_longer_current_are_refused_in_one_stateme
     nothing (not even the thread's seq), and one under the current lease goes through."""
     user = await make_api_user(db)
     [thread] = await new_threads(db, user)
-    run = await new_run(db, thread, status=RunStatus.RUNNING.value, lease_owner="a", lease_epoch=3)
+    run = await new_run(
+        db, thread, status=RunStatus.RUNNING.value, lease_owner="a", lease_epoch=3,
+        lease_expires_at=clock.now() + timedelta(minutes=5),
+    )  # fmt: skip
     await db.commit()
     current, stale = Lease(run.id, "a", 3), Lease(run.id, "a", 2)
 
@@ -188,3 +193,46 @@ async def test_writes_under_a_lease_no_longer_current_are_refused_in_one_stateme
         last_seq = await session.scalar(select(Thread.last_seq).where(Thread.id == thread.id))
         count = await session.scalar(select(func.count()).select_from(ThreadMessage))
     assert contents == ["mine!"] and last_seq == 2 and count == 1
+
+
+async def test_a_lease_that_expired_unreaped_is_not_held_nor_renewed(
+    db: AsyncSession, session_factory: async_sessionmaker[AsyncSession]
+) -> None:
+    """A runner cut off for longer than its lease, back before any reaper took its run:
+    its writes are refused and its renewal too (the run is the reaper's), while a lease
+    still current renews."""
+    user = await make_api_user(db)
+    threads = await new_threads(db, user, count=2)
+    lapsed, live = [
+        await new_run(
+            db, thread, status=RunStatus.RUNNING.value, lease_owner="a", lease_epoch=1,
+            lease_expires_at=clock.now() + timedelta(seconds=seconds),
+        )
+        for thread, seconds in zip(threads, (-1, 300), strict=True)
+    ]  # fmt: skip
+    await db.commit()
+    leases = [Lease(lapsed.id, "a", 1), Lease(live.id, "a", 1)]
+
+    async def write(lease: Lease) -> None:
+        fence.hold(lease)
+        async with session_factory() as session:
+            await create_message(
+                session, lease_thread[lease.run_id], role="assistant", content="late",
+                run_id=lease.run_id,
+            )  # fmt: skip
+            await session.commit()
+
+    lease_thread = {lapsed.id: threads[0].id, live.id: threads[1].id}
+    with pytest.raises(fence.Fenced):
+        await asyncio.create_task(write(leases[0]))
+    await asyncio.create_task(write(leases[1]))
+    async with session_factory() as session:
+        renewed = await leases_module.renew_leases(session, "a", leases, 30)
+        await session.commit()
+        written = (
+            await session.scalars(
+                select(ThreadMessage.run_id).where(ThreadMessage.run_id.in_(lease_thread))
+            )
+        ).all()
+    assert renewed == {live.id: False}
+    assert written == [live.id]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
 
 from sqlalchemy import delete, insert, select, update
@@ -32,9 +32,11 @@ class Heartbeats:
         settings: Settings,
         db: RunnerDatabase,
         owner: str,
-        silent: Callable[[dict[str, datetime]], Awaitable[object]],
+        silent: Callable[[dict[str, datetime]], object],
     ) -> None:
-        """`silent`: called with the peers whose heartbeat stopped (owner -> its last beat)."""
+        """`silent`: told the peers whose heartbeat stopped (owner -> its last beat); it
+        must return at once (the reaper fails their runs in its own task: a lock held by a
+        cut-off peer never stops this process's heartbeat)."""
         self.db, self.owner, self._silent = db, owner, silent
         self._peers = PeerWatch(settings.runner_heartbeat_timeout_seconds)
         self._service = BackgroundService(
@@ -72,7 +74,7 @@ class Heartbeats:
             beats.pop(self.owner, None)
             silent = self._peers.silent(beats, asyncio.get_running_loop().time())
             if silent:
-                await self._silent(silent)
+                self._silent(silent)
         except Exception:
             # While we could not look, nobody's silence counts (they could not beat
             # either): every peer gets a full timeout again once we can look.

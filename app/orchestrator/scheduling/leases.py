@@ -85,19 +85,22 @@ class LeaseRenewal:
 async def renew_leases(
     session: AsyncSession, owner: str, leases: list[Lease], lease_seconds: float
 ) -> dict[UUID, bool]:
-    """Extend our leases (each only while it is current: owner and epoch); answers
-    {run_id: cancel_requested} for the runs still ours."""
+    """Extend our leases (each only while it is current: owner and epoch, and not expired:
+    a lease that lapsed while we were cut off is the reaper's, app/threads/fence.py);
+    answers {run_id: cancel_requested} for the runs still ours."""
     if not leases:
         return {}
     held = [(lease.run_id, lease.epoch) for lease in leases]
+    now = clock.now()
     rows = await session.execute(
         update(Run)
         .where(
             tuple_(Run.id, Run.lease_epoch).in_(held),
             Run.lease_owner == owner,
             Run.status == RunStatus.RUNNING.value,
+            Run.lease_expires_at > now,
         )
-        .values(lease_expires_at=clock.now() + timedelta(seconds=lease_seconds))
+        .values(lease_expires_at=now + timedelta(seconds=lease_seconds))
         .returning(Run.id, Run.cancel_requested)
         .execution_options(synchronize_session=False)
     )

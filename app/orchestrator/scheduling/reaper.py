@@ -7,10 +7,18 @@ heartbeat stopped (heartbeats.py). Each reaping UPDATE … RETURNING fails a run
 exactly one reaper and raises its lease epoch, so its runner's later writes are refused.
 A parked run (it only waits for the user or the phone) is put back in the queue instead,
 under a new epoch too (parking.py).
+
+Reaping never waits behind a lock a cut-off host holds. A host partitioned between a
+fenced write and its COMMIT leaves that transaction open on the server, its run row locked
+(FOR SHARE, app/threads/fence.py), until the server drops it
+(`database_idle_in_transaction_timeout_seconds`). So the reaper skips locked runs (SKIP
+LOCKED: the next round takes them), bounds every other lock wait (`lock_timeout`), and
+runs in tasks of its own: this host's heartbeat and lease renewals never wait for it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -18,7 +26,7 @@ from datetime import datetime
 from typing import Any
 from uuid import uuid4
 
-from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy import Select, and_, delete, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import clock
@@ -34,6 +42,10 @@ from app.threads.open_cells import close_open_activities
 logger = logging.getLogger(__name__)
 # On shutdown, a reaping under way finishes first; one that takes longer is cancelled.
 STOP_GRACE_SECONDS = 10.0
+
+# Longest wait for a row lock in a reaping transaction (PostgreSQL): past it the round
+# fails and the next one tries again.
+LOCK_WAIT_MS = 2000
 
 LEASE_EXPIRED = "Interrupted: the process running this run stopped renewing its lease."
 OWNER_STOPPED = "Interrupted: the process running this run stopped."
@@ -54,21 +66,41 @@ class Reaper:
             immediately=True,
             grace=STOP_GRACE_SECONDS,
         )
+        self._silent: dict[str, datetime] = {}
+        self._silent_service = BackgroundService(
+            "run-reaper-silent",
+            self._reap_silent,
+            period=None,  # only when the heartbeat tells of silent peers
+            logger=logger,
+            failure="reaping silent peers' runs failed",
+            grace=STOP_GRACE_SECONDS,
+        )
+
+    async def _write(self, work: Any) -> Any:
+        """One reaping transaction, its lock waits bounded (see the module's doc)."""
+
+        async def bounded(session: AsyncSession) -> Any:
+            if self._postgres:
+                await session.execute(text(f"SET LOCAL lock_timeout = {LOCK_WAIT_MS}"))
+            return await work(session)
+
+        return await self.db.write(bounded)
 
     async def start(self) -> None:
         """Reap what dead runners left (now: failures raise), then every period."""
         await self.expire_dead_local_owners()
         await self.reap()
         self._service.start()
+        self._silent_service.start()
 
     async def stop(self) -> None:
-        await self._service.stop()
+        await asyncio.gather(self._service.stop(), self._silent_service.stop())
 
     async def reap(self) -> None:
         """Fail the runs whose lease expired."""
         if self._postgres:  # judge leases on the database's clock (app/db/clock.py)
             await self.db.write(clock.synchronize)
-        reaped = await self.db.write(reap_expired_runs)
+        reaped = await self._write(reap_expired_runs)
         for run in reaped:
             logger.warning("run %s: lease expired, marked failed (interrupted)", run.id)
 
@@ -80,18 +112,26 @@ class Reaper:
         owners = await self.db.write(running_lease_owners)
         dead = [owner for owner in owners if _is_dead_local_owner(owner, host)]
         if dead:
-            reaped = await self.db.write(lambda s: reap_owners(s, dead, OWNER_STOPPED))
+            reaped = await self._write(lambda s: reap_owners(s, dead, OWNER_STOPPED))
             for run in reaped:
                 logger.warning("run %s: its process is gone, marked failed", run.id)
 
-    async def reap_silent(self, silent: dict[str, datetime]) -> None:
-        """Fail the runs of peers whose heartbeat stopped at the beat seen (heartbeats.py)."""
+    def reap_silent(self, silent: dict[str, datetime]) -> None:
+        """Fail, soon and in the reaper's own task, the runs of peers whose heartbeat
+        stopped at the beat seen (heartbeats.py: the heartbeat goes on meanwhile)."""
+        self._silent.update(silent)
+        self._silent_service.wake()
+
+    async def _reap_silent(self) -> None:
+        silent, self._silent = self._silent, {}
+        if not silent:
+            return
 
         async def work(session: AsyncSession) -> list[Run]:
             dead = await claim_silent_owners(session, silent)
             return await reap_owners(session, dead, OWNER_SILENT)
 
-        for run in await self.db.write(work):
+        for run in await self._write(work):
             logger.warning("run %s: its process stopped responding, marked failed", run.id)
 
 
@@ -164,6 +204,7 @@ async def _fail_running(
     """Fail the running runs matching `condition` (one UPDATE … RETURNING: each run is
     failed by exactly one caller) and close their open activities. A parked run (it only
     waits for the user or the phone) goes back to the queue instead (parking.py)."""
+    condition = Run.id.in_(unlocked_running(condition))
     for run in await requeue_parked(session, condition):
         logger.info("run %s: parked when its process went, back in the queue", run.id)
     failed = list(
@@ -188,6 +229,14 @@ async def _fail_running(
         )
         changes.run_changed(session, run)
     return failed
+
+
+def unlocked_running(condition: Any) -> Select[Any]:
+    """The running runs matching `condition` that no transaction holds locked, locked now
+    for us (PostgreSQL; SQLite renders no lock: its writer holds the database). A run a
+    cut-off host's open write still locks is left for a later round (the module's doc)."""
+    running = select(Run.id).where(Run.status == RunStatus.RUNNING.value, condition)
+    return running.with_for_update(skip_locked=True)
 
 
 async def reap_owners(session: AsyncSession, owners: list[str], error: str) -> list[Run]:
