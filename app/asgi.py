@@ -188,7 +188,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         state=State(
             {
                 "settings": settings,
-                "attachment_storage": storage_for(settings.attachments_path),
+                "attachment_storage": storage_for(settings),
                 "token_cache": TokenCache(settings.auth_cache_seconds),
             }
         ),

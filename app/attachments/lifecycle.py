@@ -85,7 +85,7 @@ class AttachmentExpiry(InitPluginProtocol):
     async def _expiry(self, app: Litestar) -> AsyncIterator[None]:
         engine = self.db_config.get_engine()
         sessions = async_sessionmaker(engine, expire_on_commit=False)
-        storage = storage_for(self.settings.attachments_path)
+        storage = storage_for(self.settings)
         older_than = timedelta(hours=self.settings.attachment_unreferenced_hours)
 
         async def job() -> None:

@@ -15,8 +15,11 @@ import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import BinaryIO, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, BinaryIO, Protocol, runtime_checkable
 from uuid import UUID
+
+if TYPE_CHECKING:
+    from app.settings.attachments import AttachmentSettings
 
 CHUNK_BYTES = 256 * 1024
 FILE, MODEL_IMAGE, THUMBNAIL = "file", "model.jpg", "thumb.jpg"
@@ -119,6 +122,10 @@ class LocalStorage:
         return await asyncio.to_thread(listed)
 
 
-def storage_for(root: Path) -> Storage:
-    """The storage an app (or a runner) of these settings uses."""
-    return LocalStorage(root)
+def storage_for(settings: AttachmentSettings) -> Storage:
+    """The storage an app (or a runner) of these settings uses (ATTACHMENTS_STORAGE)."""
+    if settings.attachments_storage == "s3":
+        from app.attachments.s3 import S3Storage, s3_store  # obstore only when chosen
+
+        return S3Storage(s3_store(settings), settings.s3_presign_seconds)
+    return LocalStorage(settings.attachments_path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from msgspec import Meta
 
@@ -21,6 +21,26 @@ class AttachmentSettings:
         str,
         Meta(description="directory of the stored attachments (relative: to the project root)"),
     ] = "var/attachments"
+    attachments_storage: Annotated[
+        Literal["local", "s3"],
+        Meta(description="where attachment bytes live: `local` (ATTACHMENTS_DIR) or `s3`"),
+    ] = "local"
+    s3_endpoint: Annotated[
+        str | None,
+        Meta(description="S3-compatible endpoint URL (R2, MinIO); unset: AWS S3 of S3_REGION"),
+    ] = None
+    s3_bucket: Annotated[str, Meta(description="bucket of the attachments (storage `s3`)")] = ""
+    s3_region: Annotated[str, Meta(description="region of the bucket")] = "us-east-1"
+    s3_access_key_id: Annotated[
+        str | None, Meta(description="S3 access key id (secret: never logged or returned)")
+    ] = None
+    s3_secret_access_key: Annotated[
+        str | None, Meta(description="S3 secret access key (secret: never logged or returned)")
+    ] = None
+    s3_presign_seconds: Annotated[
+        PositiveInt,
+        Meta(description="seconds a presigned download URL of one attachment stays valid"),
+    ] = 300
     attachment_image_max_bytes: Annotated[
         PositiveInt,
         Meta(description="largest image upload (JPEG, PNG, HEIC/HEIF, WebP, GIF); past it 413"),

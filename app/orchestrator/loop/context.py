@@ -77,7 +77,7 @@ class RunnerDeps:
 
     def __post_init__(self) -> None:
         self.read_sessions = reading(self.session_factory)
-        self.image_store = storage_for(self.settings.attachments_path)
+        self.image_store = storage_for(self.settings)
 
     async def write(
         self, work: Callable[[AsyncSession], Awaitable[T]], session: AsyncSession | None = None

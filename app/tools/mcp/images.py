@@ -48,7 +48,7 @@ async def store_images(
         return [], []
     stored: list[AttachmentRead] = []
     notes: list[str] = []
-    storage = storage_for(ctx.settings.attachments_path)
+    storage = storage_for(ctx.settings)
     for index, blob in enumerate(blobs):
         if index >= MAX_IMAGES:
             notes.append(f"[{len(blobs) - MAX_IMAGES} more image(s) not kept]")

@@ -1,0 +1,76 @@
+"""The attachments API on S3 storage (a real rclone serve s3), on each test dialect."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from litestar import Litestar
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app import create_app
+from app.attachments.services import deletions_settled
+from app.settings import Settings
+from tests.attachments.conftest import LIMITS
+from tests.attachments.s3_server import ACCESS_KEY, BUCKET, SECRET_KEY, s3_server  # noqa: F401
+from tests.attachments.support import opened, photo, upload
+from tests.conftest import ApiUser, _empty_all_tables, make_api_user, running_lifespan
+
+
+@pytest.fixture(scope="module")
+async def s3_app(
+    database_url: str,
+    s3_server: tuple[str, Path],  # noqa: F811
+) -> AsyncIterator[Litestar]:
+    settings = Settings(
+        database_url=database_url,
+        runner_enabled=False,
+        database_max_connections=5,
+        mcp_demo_server=False,
+        attachments_storage="s3",
+        s3_endpoint=s3_server[0],
+        s3_bucket=BUCKET,
+        s3_access_key_id=ACCESS_KEY,
+        s3_secret_access_key=SECRET_KEY,
+        **LIMITS,
+    )
+    app = create_app(settings)
+    async with running_lifespan(app):
+        yield app
+
+
+@pytest.fixture
+async def phone(
+    s3_app: Litestar, session_factory: async_sessionmaker[AsyncSession]
+) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=s3_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        yield client
+    await _empty_all_tables(session_factory)
+
+
+async def test_a_photo_goes_to_the_bucket_comes_back_to_its_owner_and_is_deleted(
+    phone: httpx.AsyncClient,
+    db: AsyncSession,
+    s3_server: tuple[str, Path],  # noqa: F811
+) -> None:
+    ann: ApiUser = await make_api_user(db)
+    ben: ApiUser = await make_api_user(db)
+    response = await upload(phone, ann, photo("HEIF", (120, 80)))
+    assert response.status_code == 201, response.text
+    attachment_id = response.json()["id"]
+    stored = s3_server[1] / attachment_id
+    assert (stored / "file").is_file() and (stored / "thumb.jpg").is_file()
+
+    url = f"/api/attachments/{attachment_id}/content"
+    content = await phone.get(url, headers=ann.headers)
+    assert content.status_code == 200
+    assert opened(content.content).size == (120, 80)
+    assert (await phone.get(url, headers=ben.headers)).status_code == 404
+
+    deleted = await phone.delete(f"/api/attachments/{attachment_id}", headers=ann.headers)
+    assert deleted.status_code == 204
+    await deletions_settled()  # the objects go once the row's delete committed
+    assert not (stored / "file").exists() and not (stored / "thumb.jpg").exists()
