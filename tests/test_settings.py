@@ -136,6 +136,13 @@ DEFAULTS = {
     "access_log": True,
     "gc_freeze_after_startup": True,
     "attachments_dir": "var/attachments",
+    "attachments_storage": "local",
+    "s3_endpoint": None,
+    "s3_bucket": "",
+    "s3_region": "us-east-1",
+    "s3_access_key_id": None,
+    "s3_secret_access_key": None,
+    "s3_presign_seconds": 300,
     "attachment_image_max_bytes": 20 * 1024 * 1024,
     "attachment_image_max_pixels": 50_000_000,
     "attachment_pdf_max_bytes": 20 * 1024 * 1024,
@@ -318,3 +325,14 @@ def test_the_configuration_doc_lists_every_setting() -> None:
 def test_a_trusted_proxy_that_is_no_address_stops_the_start_in_one_line() -> None:
     with pytest.raises(SettingsError, match=r"TRUSTED_PROXIES: 'proxy\.internal' is not an IP"):
         Settings.from_env({"TRUSTED_PROXIES": "10.0.0.1,proxy.internal"})
+
+
+def test_credentials_never_show_in_the_settings_repr() -> None:
+    settings = Settings(
+        llm_api_key="sk-live-1", mcp_token_key="fernet-2", s3_access_key_id="AKIA3",
+        s3_secret_access_key="secret-4", s3_bucket="photos",
+    )  # fmt: skip
+    shown = repr(settings)
+    assert not any(value in shown for value in ("sk-live-1", "fernet-2", "AKIA3", "secret-4"))
+    assert "s3_bucket='photos'" in shown and "llm_api_key='***'" in shown
+    assert "s3_access_key_id=None" in repr(Settings())

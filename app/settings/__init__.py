@@ -21,6 +21,7 @@ bounds, the errors and `PROJECT_ROOT`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,6 +41,11 @@ from app.settings.realtime import RealtimeSettings
 from app.settings.runs import RunSettings
 from app.settings.timers import TimerSettings
 from app.settings.tools import ToolSettings
+
+# Credentials: never shown by repr (a log line or a traceback that prints the settings).
+SECRET_FIELDS = frozenset(
+    {"llm_api_key", "mcp_token_key", "s3_access_key_id", "s3_secret_access_key"}
+)
 
 
 # The fields come in the reverse order of the bases (a dataclass collects them from its last
@@ -63,6 +69,14 @@ class Settings(
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """The settings the environment gives; all bad variables reported in one line."""
         return cls(**values_from(variables(), os.environ if environ is None else environ))
+
+    def __repr__(self) -> str:
+        def shown(name: str) -> str:
+            value = getattr(self, name)
+            return "'***'" if name in SECRET_FIELDS and value else repr(value)
+
+        fields = (f"{f.name}={shown(f.name)}" for f in dataclasses.fields(self))
+        return f"Settings({', '.join(fields)})"
 
 
 @lru_cache(maxsize=1)
