@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import quote
 from uuid import UUID
 
@@ -10,14 +10,14 @@ from litestar.datastructures import UploadFile
 from litestar.enums import RequestEncodingType
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Body
-from litestar.response import Stream
+from litestar.response import Redirect, Response, Stream
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SignedInController
 from app.attachments import services
 from app.attachments import storage as keys
 from app.attachments.schemas import AttachmentRead
-from app.attachments.storage import Storage
+from app.attachments.storage import SignsDownloads, Storage
 from app.db.models import Attachment, User
 from app.lib.problems import ProblemException, problems
 from app.settings import Settings
@@ -41,6 +41,13 @@ def _content_disposition(attachment: Attachment, inline: bool) -> str:
 
 
 _BYTES = ResponseSpec(None, description="The file's bytes", media_type="application/octet-stream")
+_SIGNED = ResponseSpec(
+    None,
+    description="With object storage (S3): `Location` is a short-lived URL of this one "
+    "object (`S3_PRESIGN_SECONDS`); follow it without the Authorization header "
+    "(URLSession does so by itself)",
+)
+_DOWNLOAD = {200: _BYTES, 307: _SIGNED, **problems(404)}
 
 
 class AttachmentController(SignedInController):
@@ -89,7 +96,7 @@ class AttachmentController(SignedInController):
     @get(
         "/{attachment_id:uuid}/content",
         operation_id="DownloadAttachment",
-        responses={200: _BYTES, **problems(404)},
+        responses=_DOWNLOAD,
     )
     async def download_attachment(
         self,
@@ -97,15 +104,16 @@ class AttachmentController(SignedInController):
         db_session: AsyncSession,
         current_user: User,
         attachment_storage: Storage,
-    ) -> Stream:
-        """The file as stored (an image cleaned of its metadata, a HEIC as JPEG)."""
+    ) -> Response[Any]:
+        """The file as stored (an image cleaned of its metadata, a HEIC as JPEG); with
+        object storage, a redirect (307) to a short-lived URL of it."""
         attachment = await services.get_owned(db_session, current_user.id, attachment_id)
-        return _stream(attachment_storage, attachment, keys.FILE, attachment.content_type)
+        return await _download(attachment_storage, attachment, keys.FILE, attachment.content_type)
 
     @get(
         "/{attachment_id:uuid}/thumbnail",
         operation_id="DownloadAttachmentThumbnail",
-        responses={200: _BYTES, **problems(404)},
+        responses=_DOWNLOAD,
     )
     async def download_thumbnail(
         self,
@@ -113,12 +121,12 @@ class AttachmentController(SignedInController):
         db_session: AsyncSession,
         current_user: User,
         attachment_storage: Storage,
-    ) -> Stream:
+    ) -> Response[Any]:
         """An image's thumbnail (JPEG, at most 320 pixels a side); a document has none (404)."""
         attachment = await services.get_owned(db_session, current_user.id, attachment_id)
         if attachment.kind != "image":
             raise ProblemException(404, "A document has no thumbnail.")
-        return _stream(attachment_storage, attachment, keys.THUMBNAIL, "image/jpeg")
+        return await _download(attachment_storage, attachment, keys.THUMBNAIL, "image/jpeg")
 
     @delete("/{attachment_id:uuid}", operation_id="DeleteAttachment", responses=problems(404, 409))
     async def delete_attachment(
@@ -135,8 +143,18 @@ class AttachmentController(SignedInController):
         await services.delete_unsent(db_session, attachment_storage, attachment)
 
 
-def _stream(storage: Storage, attachment: Attachment, name: str, media_type: str) -> Stream:
+async def _download(
+    storage: Storage, attachment: Attachment, name: str, media_type: str
+) -> Response[Any]:
+    """The object's bytes through us, or (object storage) a redirect to a signed URL: the
+    owner was checked above, and the URL reads this one object for a short while."""
     key = keys.object_key(attachment.id, name)
+    if isinstance(storage, SignsDownloads):
+        return Redirect(await storage.sign_get(key), status_code=307)
+    return _stream(storage, attachment, key, media_type)
+
+
+def _stream(storage: Storage, attachment: Attachment, key: str, media_type: str) -> Stream:
     inline = attachment.kind == "image"
     return Stream(
         storage.stream(key),

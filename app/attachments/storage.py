@@ -51,6 +51,14 @@ class Storage(Protocol):
         """Every attachment id with an object stored (the orphan sweep's list)."""
 
 
+@runtime_checkable
+class SignsDownloads(Protocol):
+    """Storage that can hand the phone a short-lived URL of one object (S3): downloads
+    then go straight to the storage instead of through the app."""
+
+    async def sign_get(self, key: str) -> str: ...
+
+
 class LocalStorage:
     def __init__(self, root: Path) -> None:
         self.root = root

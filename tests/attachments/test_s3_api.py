@@ -65,9 +65,17 @@ async def test_a_photo_goes_to_the_bucket_comes_back_to_its_owner_and_is_deleted
     assert (stored / "file").is_file() and (stored / "thumb.jpg").is_file()
 
     url = f"/api/attachments/{attachment_id}/content"
-    content = await phone.get(url, headers=ann.headers)
-    assert content.status_code == 200
-    assert opened(content.content).size == (120, 80)
+    redirect = await phone.get(url, headers=ann.headers)
+    assert redirect.status_code == 307  # to the bucket, signed for this one object
+    async with httpx.AsyncClient() as storage:  # as URLSession follows: no Authorization
+        content = await storage.get(redirect.headers["location"])
+        assert content.status_code == 200
+        assert opened(content.content).size == (120, 80)
+        thumb = await phone.get(f"/api/attachments/{attachment_id}/thumbnail", headers=ann.headers)
+        assert (
+            thumb.status_code == 307 and thumb.headers["location"] != redirect.headers["location"]
+        )
+        assert max(opened((await storage.get(thumb.headers["location"])).content).size) <= 320
     assert (await phone.get(url, headers=ben.headers)).status_code == 404
 
     deleted = await phone.delete(f"/api/attachments/{attachment_id}", headers=ann.headers)
