@@ -9,11 +9,12 @@ from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SignedInController
+from app.attachments.storage import Storage
 from app.db.models import User
 from app.lib.pagination import DEFAULT_PAGE_SIZE, PageLimit, page_size
 from app.lib.problems import problems
 from app.settings import Settings
-from app.threads import branches, messages
+from app.threads import messages, services
 from app.threads.message_reads import latest_page_json, list_owned_messages
 from app.threads.schemas import MessageCreate, MessagePage, MessagePosted, ThreadMessageRead
 from app.threads.serializers import message_read, run_read
@@ -100,9 +101,14 @@ class MessageController(SignedInController):
         responses=problems(404, 409),
     )
     async def delete_message(
-        self, thread_id: UUID, message_id: UUID, db_session: AsyncSession, current_user: User
+        self,
+        thread_id: UUID,
+        message_id: UUID,
+        db_session: AsyncSession,
+        current_user: User,
+        attachment_storage: Storage,
     ) -> None:
-        """Delete a message and the branch below it (its cells too; what its tools did,
-        such as a task created, stays). 409 while a run is under way."""
+        """Delete a message and the branch below it (its cells and attachments too; what
+        its tools did, such as a task created, stays). 409 while a run is under way."""
         thread = await get_owned_thread(db_session, current_user, thread_id)
-        await branches.delete_branch(db_session, thread, message_id)
+        await services.delete_message_branch(db_session, thread, message_id, attachment_storage)

@@ -226,7 +226,8 @@ class ToolCallRequest(Input):
 
 
 class MessageCreate(Input):
-    content: MessageContent
+    # Text, or empty when the message sends attachments (a photo with nothing to say).
+    content: Annotated[str, msgspec.Meta(max_length=32_000)] = ""
     client_message_id: ClientMessageId | None = None
     tools: Annotated[list[ToolName], msgspec.Meta(max_length=50)] | None = None
     tool_calls: Annotated[list[ToolName | ToolCallRequest], msgspec.Meta(max_length=20)] | None = (
@@ -234,6 +235,11 @@ class MessageCreate(Input):
     )
     # Uploads (`UploadAttachment`) this message sends; each is sent once.
     attachment_ids: Annotated[list[UUID], msgspec.Meta(max_length=MAX_ATTACHMENTS)] | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.content and not self.attachment_ids:
+            raise ValueError("A message needs `content` or `attachment_ids`.")
 
 
 class MessagePosted(Schema):

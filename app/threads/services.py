@@ -13,7 +13,7 @@ from app.db.models import Thread, User
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
 from app.lib.time import utcnow
-from app.threads import repository
+from app.threads import branches, repository
 from app.threads.schemas import ThreadPage
 from app.threads.serializers import thread_read
 
@@ -97,3 +97,14 @@ async def delete_thread(session: AsyncSession, thread: Thread, storage: Storage)
     sent = await attachments.ids_in_thread(session, thread.id)
     await session.execute(delete(Thread).where(Thread.id == thread.id))
     attachments.delete_after_commit(session, storage, sent)
+
+
+async def delete_message_branch(
+    session: AsyncSession, thread: Thread, message_id: UUID, storage: Storage
+) -> None:
+    """A message and the branch below it (branches.py); the attachments those messages
+    carried go by cascade, their objects once that committed."""
+    before = await attachments.ids_in_thread(session, thread.id)
+    await branches.delete_branch(session, thread, message_id)
+    after = set(await attachments.ids_in_thread(session, thread.id))
+    attachments.delete_after_commit(session, storage, [i for i in before if i not in after])

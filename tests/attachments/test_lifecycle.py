@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.attachments.lifecycle import expire_unsent, orphans
 from app.attachments.services import deletions_settled
 from app.attachments.storage import LocalStorage
-from app.db.models import Attachment
+from app.db.models import Attachment, Run
 from app.lib.time import utcnow
 from tests.api.support import create_thread, post_message
 from tests.attachments.support import photo, upload
@@ -38,6 +38,27 @@ async def test_deleting_a_thread_deletes_its_attachments_and_their_files(
         await files.get(f"/api/attachments/{kept['id']}", headers=ann.headers)
     ).status_code == 200
     assert (attachments_dir / kept["id"] / "file").exists()
+
+
+async def test_deleting_a_message_deletes_its_attachments_and_their_files(
+    files: httpx.AsyncClient, ann: ApiUser, db: AsyncSession, attachments_dir: Path
+) -> None:
+    thread, other = await create_thread(files, ann), await create_thread(files, ann)
+    sent = (await upload(files, ann, photo("HEIF"))).json()
+    beside = (await upload(files, ann, photo())).json()
+    posted = await post_message(files, ann, thread["id"], "look", attachment_ids=[sent["id"]])
+    await post_message(files, ann, other["id"], "and this", attachment_ids=[beside["id"]])
+    await db.execute(update(Run).values(status="completed"))  # no runner here: done
+    await db.commit()
+
+    message_id = posted.json()["message"]["id"]
+    url = f"/api/threads/{thread['id']}/messages/{message_id}"
+    assert (await files.delete(url, headers=ann.headers)).status_code == 204
+    await deletions_settled()
+    assert not (attachments_dir / sent["id"]).exists()
+    gone = await files.get(f"/api/attachments/{sent['id']}", headers=ann.headers)
+    assert gone.status_code == 404
+    assert (attachments_dir / beside["id"] / "file").exists()
 
 
 async def test_uploads_never_sent_expire_and_orphans_are_found(

@@ -60,6 +60,20 @@ async def test_an_iphone_heic_reaches_the_model_as_a_jpeg_without_its_location(
     assert [len(_image_parts(m)) for m in later if m["role"] == "user"] == [1, 0]
 
 
+async def test_a_photo_sent_with_no_text_reaches_the_model_alone(api: OrchestratorApi) -> None:
+    api.llm.script(Text("A fern."))
+    sent = await _send(api, "", photo("HEIF", (120, 80)), "IMG_0043.HEIC")
+    user = api.llm.requests[0]["messages"][-1]
+    assert [p["type"] for p in user["content"]] == ["image_url"]  # no empty text part
+    [message] = [m for m in await api.messages(sent["thread_id"]) if m["role"] == "user"]
+    assert message["content"] == "" and message["attachments"] == [sent["attachment"]]
+    empty = await api.client.post(
+        f"/api/threads/{sent['thread_id']}/messages", json={"content": ""},
+        headers=api.user.headers,
+    )  # fmt: skip
+    assert empty.status_code == 400 and "attachment_ids" in empty.text
+
+
 async def test_a_model_that_cannot_see_gets_a_line_instead_of_the_image(
     api: OrchestratorApi,
 ) -> None:

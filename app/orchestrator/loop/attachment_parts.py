@@ -62,7 +62,8 @@ def user_content(
     """The user message's `content`: its text alone, or its text and attachments' parts."""
     if not attachments:
         return content
-    parts: list[dict[str, Any]] = [{"type": "text", "text": content}]
+    # A photo sent with nothing to say has no text part (providers refuse an empty one).
+    parts: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
     for attachment in attachments:
         key = str(attachment["id"])
         if attachment.get("kind") == "document":
