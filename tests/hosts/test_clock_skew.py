@@ -1,10 +1,12 @@
-"""An app host whose clock is 30 s ahead (libfaketime): leases must not misfire.
+"""An app host whose clock is 60 s behind (libfaketime): leases must not misfire, and
+every run's times read on one clock.
 
-A third server joins on app2 with its wall clock 30 s ahead and claims no runs
-(`RUNNER_MAX_CONCURRENT_RUNS=0`: its heartbeat and its reaper still run), so every run
-is app1's and the skewed process only judges app1's leases. Runs last longer than a
-lease (12 s: tests/hosts/deployment.py), so their leases are renewed while the skewed reaper watches; none may be
-taken for expired, and the phones on the skewed host see the turns end as completed.
+A third server joins on app2 with its wall clock 60 s behind and runs runs like the
+others. Its leases, written by a clock a minute late, are judged by app1's reaper (whose
+clock is a minute ahead of it) and its reaper judges theirs; runs last longer than a
+lease (12 s: tests/hosts/deployment.py), so leases are renewed while the other watches;
+none may be taken for expired, the phones on the skewed host see the turns end as
+completed, and every run starts before it finishes, whichever host ran it.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ import httpx
 import pytest
 
 from tests.hosts.deployment import FAKETIME_LIBRARY, AppHost
-from tests.hosts.turns import Deployment, report
+from tests.hosts.turns import Deployment, Turn, report
+from tests.support.processes import until
 
-OFFSET_SECONDS = 30
+OFFSET_SECONDS = -60
 
 
 @pytest.fixture
@@ -37,8 +40,7 @@ async def skewed(healed: Deployment) -> AsyncIterator[AppHost]:
     host = dataclasses.replace(
         app2,
         port=app2.port + 10,
-        clock_offset=f"+{OFFSET_SECONDS}s",
-        env={**app2.env, "RUNNER_MAX_CONCURRENT_RUNS": "0"},
+        clock_offset=f"{OFFSET_SECONDS:+d}s",
         log=app2.log.with_name("app2-skewed.log"),
         server=None,
     )
@@ -50,16 +52,18 @@ async def skewed(healed: Deployment) -> AsyncIterator[AppHost]:
         host.stop()
 
 
-async def test_a_host_30_s_ahead_takes_no_live_lease_for_expired(
+async def test_a_host_60_s_behind_takes_no_live_lease_and_times_its_runs_right(
     healed: Deployment, skewed: AppHost
 ) -> None:
     async with httpx.AsyncClient(base_url=skewed.base_url) as http:
         said = parsedate_to_datetime((await http.get("/api/health")).headers["date"])
-    assert said.timestamp() - time.time() > OFFSET_SECONDS - 5, "libfaketime did not apply"
+    assert said.timestamp() - time.time() < OFFSET_SECONDS + 5, "libfaketime did not apply"
 
     user = await healed.user()
     started = time.monotonic()
-    turns = [await healed.start_turn(user, via, "slow 14") for via in (skewed, healed.host("app1"))]
+    turns = [await healed.start_turn(user, via, "slow 14") for via in (skewed, skewed)]
+    turns.append(await healed.start_turn(user, healed.host("app1"), "slow 14"))
+    owners = [await _owner(healed, turn) for turn in turns]
     async with AsyncExitStack() as stack:
         phones = [
             await stack.enter_async_context(healed.phone(turn, user, skewed)) for turn in turns
@@ -72,6 +76,24 @@ async def test_a_host_30_s_ahead_takes_no_live_lease_for_expired(
             await healed.assert_clean(turn, phone)
     for turn in turns:
         assert await healed.run_status(turn) == ("completed", None)
-    report(
-        f"one host's clock {OFFSET_SECONDS} s ahead", healed.transport, elapsed, "2 turns of 14 s"
+    assert any(skewed.owns(owner) for owner in owners), "the skewed host ran no run"
+    times = await healed.sql(
+        "SELECT started_at, finished_at FROM runs WHERE id = ANY(CAST(:ids AS uuid[]))",
+        ids=[turn.run_id for turn in turns],
     )
+    assert len(times) == len(turns) and all(start <= end for start, end in times), times
+    ran = sum(skewed.owns(owner) for owner in owners)
+    report(
+        f"one host's clock {-OFFSET_SECONDS} s behind",
+        healed.transport,
+        elapsed,
+        f"3 turns of 14 s, {ran} run by the skewed host",
+    )
+
+
+async def _owner(deployment: Deployment, turn: Turn) -> str:
+    async def owner() -> str | None:
+        rows = await deployment.sql("SELECT lease_owner FROM runs WHERE id = :id", id=turn.run_id)
+        return rows[0][0]
+
+    return await until(owner, timeout=30)
