@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -20,6 +21,26 @@ from app.tools.runtime.toolsets import (
     is_known_agent_type,
     known_tool_names,
 )
+
+# Why a model name cannot be routed (None: it can). The model door knows, and sits above
+# this layer: the orchestrator plugin installs its check (app/orchestrator/door/routes.py).
+_model_check: Callable[[str], str | None] | None = None
+
+
+def set_model_check(check: Callable[[str], str | None] | None) -> None:
+    global _model_check
+    _model_check = check
+
+
+def check_model(model: str | None) -> None:
+    """400 naming a model no provider profile can route (None: the LLM_MODEL default)."""
+    why = _model_check(model) if model and _model_check is not None else None
+    if why is not None:
+        raise ProblemException(
+            400,
+            f"Unknown model {model!r}: {why}.",
+            errors=[{"field": "model", "message": why, "source": "body"}],
+        )
 
 
 async def list_agents(session: AsyncSession, user: User) -> list[Agent]:
@@ -125,6 +146,7 @@ async def create_agent(session: AsyncSession, owner: User, **fields: Any) -> Age
         raise ProblemException(403, "Only a staff user's agent can be shared with every user.")
     check_agent_type(fields.get("agent_type", "assistant"))
     check_enabled_tools(fields.get("enabled_tools"))
+    check_model(fields.get("model"))
     if await name_taken(session, owner.id, fields["name"]):
         raise _name_conflict(fields["name"])
     agent = Agent(owner_id=owner.id, **fields)
@@ -138,6 +160,8 @@ async def update_agent(session: AsyncSession, agent: Agent, changes: dict[str, A
     check_changes(changes)
     if "enabled_tools" in changes:
         check_enabled_tools(changes["enabled_tools"])
+    if "model" in changes:
+        check_model(changes["model"])
     name = changes.get("name")
     if name is not None and await name_taken(session, agent.owner_id, name, exclude_id=agent.id):
         raise _name_conflict(name)

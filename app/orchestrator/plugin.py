@@ -28,6 +28,11 @@ class OrchestratorPlugin(InitPluginProtocol):
         self.settings, self.db_config = settings, db_config
 
     def on_app_init(self, app_config: AppConfig) -> AppConfig:
+        from app.agents.services import set_model_check
+        from app.orchestrator.door.routes import unroutable
+
+        settings = self.settings
+        set_model_check(lambda model: unroutable(model, settings))  # agents sit below the door
         if not self.settings.is_sqlite and not self.settings.redis_url:
             # With Redis, app/realtime/channels.py relays wake-ups on its control channel.
             app_config.lifespan.append(self._pg_wakeups)

@@ -27,6 +27,15 @@ def list_tools_command() -> None:
         suffix = f"  [{'; '.join(flags)}]" if flags else ""
         click.echo(f"{tool.name}: {', '.join(tool.actions)}{suffix}")
         click.echo(f"    agent types: {types}")
+    click.echo(NOT_LISTED)
+
+
+# Tools known only while the server runs or per user: this command starts neither.
+NOT_LISTED = (
+    "Not listed here: MCP tools, registered when the running server connects to its MCP "
+    "servers or a user connects one, and ask_<name> tools, one per enabled specialist "
+    "agent of a user. GET /api/tools lists both for the signed-in user."
+)
 
 
 @tools_group.command(

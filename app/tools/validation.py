@@ -26,7 +26,19 @@ NUL = "\x00"
 _ONE_OBJECT = 'Send the arguments as one JSON object, e.g. {"action": "…", …}.'
 
 
-def _decode(arguments: str | bytes | dict[str, Any] | None) -> dict[str, Any] | ToolResult:
+def _one_object(example: str | None) -> str:
+    """The suggestion for arguments that are not one JSON object: a tool without an
+    `action` (ask_*) passes its own example, lest the model add an `action`."""
+    return (
+        _ONE_OBJECT
+        if example is None
+        else f"Send the arguments as one JSON object, e.g. {example}."
+    )
+
+
+def _decode(
+    arguments: str | bytes | dict[str, Any] | None, example: str | None = None
+) -> dict[str, Any] | ToolResult:
     if arguments is None or arguments == "":
         return {}
     if isinstance(arguments, dict):
@@ -36,7 +48,9 @@ def _decode(arguments: str | bytes | dict[str, Any] | None) -> dict[str, Any] | 
             decoded = msgspec.json.decode(arguments)
         except msgspec.DecodeError as exc:
             return ToolResult.failure(
-                f"Arguments are not valid JSON ({exc}).", "validation_error", suggestion=_ONE_OBJECT
+                f"Arguments are not valid JSON ({exc}).",
+                "validation_error",
+                suggestion=_one_object(example),
             )
         except RecursionError:
             return _too_deep()
@@ -44,7 +58,7 @@ def _decode(arguments: str | bytes | dict[str, Any] | None) -> dict[str, Any] | 
         return ToolResult.failure(
             f"Arguments must be a JSON object, not {type(decoded).__name__}.",
             "validation_error",
-            suggestion=_ONE_OBJECT,
+            suggestion=_one_object(example),
         )
     if _depth(decoded) > MAX_ARGUMENT_DEPTH:
         return _too_deep()
@@ -102,10 +116,13 @@ def without_nul(value: Any) -> Any:
     return value
 
 
-def decode_arguments(arguments: str | bytes | dict[str, Any] | None) -> dict[str, Any] | ToolResult:
+def decode_arguments(
+    arguments: str | bytes | dict[str, Any] | None, *, example: str | None = None
+) -> dict[str, Any] | ToolResult:
     """The arguments as a JSON object that can be stored and shown (`tool_activity.input`):
-    NUL characters replaced; invalid, non-object or too deeply nested JSON is an error."""
-    decoded = _decode(arguments)
+    NUL characters replaced; invalid, non-object or too deeply nested JSON is an error
+    (suggesting `example`, by default an action tool's call)."""
+    decoded = _decode(arguments, example)
     return decoded if isinstance(decoded, ToolResult) else without_nul(decoded)
 
 

@@ -143,3 +143,22 @@ async def test_a_bad_token_is_refused_before_a_bad_body(client: AsyncClient) -> 
     body = {"name": "Strict", "agent_type": "assistant", "enabled": 0}
     refused = await client.post("/api/agents", json=body, headers={"Authorization": "Bearer x"})
     assert refused.status_code == 401
+
+
+async def test_a_model_no_profile_can_route_is_400_naming_it(
+    client: AsyncClient, alice: ApiUser
+) -> None:
+    body = {"name": "Lost", "agent_type": "assistant", "model": "nowhere/x"}
+    refused = await client.post("/api/agents", json=body, headers=alice.headers)
+    problem = assert_problem(refused, 400)
+    assert "nowhere/x" in problem["detail"] and problem["errors"][0]["field"] == "model"
+
+    body["model"] = "anthropic/claude-sonnet-4-5"  # litellm routes it: accepted
+    created = await client.post("/api/agents", json=body, headers=alice.headers)
+    assert created.status_code == 201, created.text
+    url = f"/api/agents/{created.json()['id']}"
+    patched = await client.patch(url, json={"model": "nowhere/x"}, headers=alice.headers)
+    assert "nowhere/x" in assert_problem(patched, 400)["detail"]
+    for model in ("openai/gpt-4o-mini", "demo/echo", None):
+        patched = await client.patch(url, json={"model": model}, headers=alice.headers)
+        assert patched.status_code == 200, patched.text

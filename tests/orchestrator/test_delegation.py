@@ -200,6 +200,7 @@ async def test_ask_arguments_are_validated_like_every_tool(api: OrchestratorApi)
     read = [
         json.loads(m["content"]) for m in api.llm.requests[1]["messages"] if m["role"] == "tool"
     ]
+    assert "action" not in read[0]["suggestion"] and '"message"' in read[0]["suggestion"]
     assert read[1]["errors"] == [{"field": "urgency", "message": "unknown parameter"}]
     assert read[1]["allowed_params"] == ["message"]
     assert read[2]["errors"] == [{"field": "message", "message": "Expected `str`, got `int`"}]

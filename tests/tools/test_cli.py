@@ -94,6 +94,8 @@ async def test_cli_list_and_consolidate(
         in listed.stdout
     )
     assert "agent types: assistant, focused" in listed.stdout
+    # where the tools it cannot list come from
+    assert "MCP tools" in listed.stdout and "ask_<name>" in listed.stdout
 
     dry = await asyncio.to_thread(litestar, database_url, "tools", "consolidate", "--dry-run")
     assert dry.exit_code == 0, dry.output

@@ -84,7 +84,7 @@ def question_of(name: str, arguments: str | dict[str, Any] | None) -> str | Tool
     `{"message": "…"}`, worded like every other tool's (app/tools/validation.py): invalid
     JSON, a parameter the schema does not have (additionalProperties: false), a message
     that is missing or not text."""
-    args = decode_arguments(arguments)
+    args = decode_arguments(arguments, example=msgspec.json.encode(ASK_EXAMPLE).decode())
     if isinstance(args, ToolResult):
         args.details = {**(args.details or {}), "example": ASK_EXAMPLE}
         return args
