@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 from uuid import UUID
@@ -24,7 +25,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Memory
-from app.memories import embedding, repository, services, vectors
+from app.memories import embedding, repository, services, vector_cache
 from app.memories.schemas import MemoryMatch, MemorySearchResults
 from app.memories.serializers import memory_read
 
@@ -45,12 +46,27 @@ class Recalled:
     score: float
 
 
-def _close_enough(query: np.ndarray, ids: list[UUID], blobs: list[bytes]) -> dict[UUID, float]:
+# The latest queries' vectors: a turn's recall ahead of the model and the cell's search
+# that follows (app/orchestrator/loop/memory_recall.py) embed the same words once.
+_recent_queries: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+RECENT_QUERIES = 256
+
+
+async def _query_vector(embedder: embedding.Embedder, query: str) -> np.ndarray:
+    key = (embedder.model, query)
+    if (kept := _recent_queries.get(key)) is not None:
+        _recent_queries.move_to_end(key)
+        return kept
+    vector = embedding.normalized(await embedder.embed([query]))[0]
+    _recent_queries[key] = vector
+    if len(_recent_queries) > RECENT_QUERIES:
+        _recent_queries.popitem(last=False)
+    return vector
+
+
+def _close_enough(query: np.ndarray, matrix: np.ndarray) -> list[float]:
     """Cosine similarity of each of the user's memories (CPU: runs on a thread)."""
-    matrix = vectors.unpack_all(blobs, query.shape[0])
-    if matrix.shape[1] != query.shape[0]:
-        return {}
-    return dict(zip(ids, (matrix @ query).tolist(), strict=True))
+    return (matrix @ query).tolist()
 
 
 async def _similarities(
@@ -60,15 +76,21 @@ async def _similarities(
     embedder = embedding.current()
     if embedder is None:
         return None
-    ids, blobs = await vectors.user_vectors(session, owner_id, embedder.model)
-    if not ids:  # nothing embedded (no memories yet): spare the query's embedding
+    seen = await vector_cache.fingerprint(session, owner_id, embedder.model)
+    if not seen[0]:  # nothing embedded (no memories yet): spare the query's embedding
         return {}
     try:
-        query_vector = embedding.normalized(await embedder.embed([query]))[0]
+        query_vector = await _query_vector(embedder, query)
     except Exception:  # a provider down: recall by words rather than not at all
         logger.warning("embedding a recall query failed; recalling by words", exc_info=True)
         return None
-    return await asyncio.to_thread(_close_enough, query_vector, ids, blobs)
+    dimensions = query_vector.shape[0]
+    ids, matrix = await vector_cache.cache.user_matrix(
+        session, owner_id, embedder.model, dimensions, seen
+    )
+    if matrix.shape[1] != dimensions:
+        return {}
+    return dict(zip(ids, await asyncio.to_thread(_close_enough, query_vector, matrix), strict=True))
 
 
 def _fuse(

@@ -120,3 +120,29 @@ async def test_search_finds_by_meaning_and_says_how(
         "/api/memories/search", params={"q": "quantum chromodynamics"}, headers=alice.headers
     )
     assert unrelated.json()["items"] == []
+
+
+async def test_search_follows_memories_added_and_edited_after_an_earlier_search(
+    client: httpx.AsyncClient, alice: ApiUser, session_factory: async_sessionmaker[AsyncSession]
+) -> None:
+    """The user's vectors are kept between recalls (app/memories/vector_cache.py): a
+    memory embedded or re-embedded since is seen by the next recall."""
+
+    async def top(query: str) -> str | None:
+        found = await client.get("/api/memories/search", params={"q": query}, headers=alice.headers)
+        items = found.json()["items"]
+        return items[0]["memory"]["content"] if items else None
+
+    await save(session_factory, alice.user.id, "My sister lives in Berlin")
+    await embed_all(session_factory)
+    assert await top("what beverage do I like") is None
+    coffee = await save(session_factory, alice.user.id, "I drink my coffee black")
+    await embed_all(session_factory)
+    assert await top("what beverage do I like") == "I drink my coffee black"
+    edited = await client.patch(
+        f"/api/memories/{coffee.id}", json={"content": "I am allergic to peanuts"},
+        headers=alice.headers,
+    )  # fmt: skip
+    assert edited.status_code == 200, edited.text
+    await embed_all(session_factory)
+    assert await top("what food should I avoid") == "I am allergic to peanuts"

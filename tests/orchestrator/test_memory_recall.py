@@ -4,9 +4,13 @@ the user's latest message in its context, and the phone sees the cell that says 
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.memories import recall
+from app.memories.embedding import EmbeddedEmbedder
 from tests.memories.support import embed_all, save
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Text
@@ -14,8 +18,19 @@ from tests.support.result_schemas import assert_matches_result_schema
 
 
 async def test_memories_about_the_message_come_before_the_model_and_show_as_a_cell(
-    api: OrchestratorApi, session_factory: async_sessionmaker[AsyncSession]
+    api: OrchestratorApi,
+    session_factory: async_sessionmaker[AsyncSession],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    embedded: list[list[str]] = []
+    embed = EmbeddedEmbedder.embed
+
+    async def counted(self: EmbeddedEmbedder, texts: list[str]) -> object:
+        embedded.append(texts)
+        return await embed(self, texts)
+
+    monkeypatch.setattr(EmbeddedEmbedder, "embed", counted)
+    monkeypatch.setattr(recall, "_recent_queries", OrderedDict())  # another test's queries
     owner = api.user.user.id
     coffee = await save(session_factory, owner, "I drink my coffee black")
     await save(session_factory, owner, "My sister lives in Berlin")
@@ -45,6 +60,8 @@ async def test_memories_about_the_message_come_before_the_model_and_show_as_a_ce
     result = json.loads(sent[-1]["content"])
     assert sent[-1]["role"] == "tool"
     assert "I drink my coffee black" in json.dumps(result)
+    # The recall ahead of the model and the cell's search embedded the message once.
+    assert embedded.count(["What beverage should you bring me?"]) == 1
 
 
 async def test_nothing_remembered_about_it_means_no_cell(

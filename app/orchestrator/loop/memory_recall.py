@@ -5,8 +5,9 @@ They come as a `memory` `search` call made for the model (the user's phone sees 
 "Remembered 3 things", the memories in its typed `data`, and the model reads them as the
 call's result, as if it had searched). Only when recall finds something above the
 relevance floor (app/memories/recall.py): a turn about nothing remembered gets no cell.
-The tool runs the same recall again to write the cell; one more query embedding, about
-as long as a database round trip, buys one path for every memory cell.
+The tool runs the same recall again to write the cell, one path for every memory cell;
+the second costs no embedding (recall keeps the latest queries' vectors) and no read of
+the user's vectors (app/memories/vector_cache.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,128 @@
+"""Recall for a user with many memories: reading the vectors each time against keeping them.
+
+`uv run python -m bench.recall [--dialects sqlite,postgresql] [--memories 10000] [--recalls 50]`
+
+One user with N memories, each with a vector of the embedded model's size (random unit
+vectors: the scan's cost does not depend on what they mean), on a fresh database per
+dialect. Each recall is what a turn does ahead of the model call (app/memories/recall.py:
+the query's embedding, the vector scan, the full-text search, the fused rows read):
+
+- cold: the user's vectors read and unpacked on every recall (the code before the cache:
+  a new, empty `VectorCache` each time);
+- kept: this process's cache (app/memories/vector_cache.py), read again only when the
+  user's vectors changed (one aggregate query says so).
+
+The query's embedding (the embedded model, on a thread) is timed alone too: it is most of
+what a kept recall costs. Rounds alternate the two ways; p50 and p99 over all recalls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+import uuid
+from datetime import timedelta
+
+import numpy as np
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
+
+from app.db.models import Memory, User, memory_vectors
+from app.lib.time import utcnow
+from app.memories import embedding, recall, vector_cache
+from bench.turn.setup import fresh_database
+
+QUERIES = ("what do I like to drink", "where does my sister live", "what food should I avoid")
+BATCH = 1000
+
+
+async def _fill(sessions: async_sessionmaker[AsyncSession], count: int, dims: int) -> uuid.UUID:
+    rng = np.random.default_rng(7)
+    async with sessions() as session:
+        user = User(email=f"bench-{uuid.uuid4().hex[:8]}@example.com", password_hash="x")
+        session.add(user)
+        await session.flush()
+        start = utcnow() - timedelta(days=1)
+        for first in range(0, count, BATCH):
+            rows = []
+            for i in range(first, min(count, first + BATCH)):
+                at = start + timedelta(seconds=i)
+                rows.append(
+                    {"id": uuid.uuid4(), "owner_id": user.id, "content": f"memory {i} about "
+                     f"topic {i % 97}", "created_at": at, "updated_at": at}
+                )  # fmt: skip
+            await session.execute(insert(Memory), rows)
+            vectors = rng.standard_normal((len(rows), dims)).astype("<f4")
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            await session.execute(
+                insert(memory_vectors),
+                [
+                    {"memory_id": r["id"], "owner_id": user.id, "model": EMBEDDER.model,
+                     "memory_updated_at": r["updated_at"], "vector": v.tobytes()}
+                    for r, v in zip(rows, vectors, strict=True)
+                ],
+            )  # fmt: skip
+        await session.commit()
+        return user.id
+
+
+EMBEDDER = embedding.EmbeddedEmbedder()
+
+
+async def _timed(work) -> float:
+    started = time.perf_counter()
+    await work()
+    return (time.perf_counter() - started) * 1000
+
+
+async def _run(dialect: str, url: str, memories: int, recalls: int) -> dict[str, list[float]]:
+    engine = create_async_engine(url)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    dims = (await EMBEDDER.embed(["warm up"])).shape[1]
+    owner = await _fill(sessions, memories, dims)
+    embedding.install(EMBEDDER)
+    times: dict[str, list[float]] = {"cold": [], "kept": [], "query embedding alone": []}
+
+    async def one(query: str) -> None:
+        async with sessions() as session:
+            found, _ = await recall.recall(session, owner, query, 5)
+            assert found is not None
+
+    try:
+        for round_ in range(recalls):
+            query = QUERIES[round_ % len(QUERIES)]
+            vector_cache.cache = vector_cache.VectorCache()  # cold: nothing kept
+            times["cold"].append(await _timed(lambda q=query: one(q)))
+            times["kept"].append(await _timed(lambda q=query: one(q)))  # kept from cold's
+            times["query embedding alone"].append(await _timed(lambda q=query: EMBEDDER.embed([q])))
+    finally:
+        embedding.uninstall(EMBEDDER)
+        await engine.dispose()
+    return times
+
+
+def _row(dialect: str, name: str, samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return f"| {dialect} | {name} | {statistics.median(samples):.1f} ms | {p99:.1f} ms |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dialects", default="sqlite,postgresql")
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--recalls", type=int, default=50)
+    args = parser.parse_args()
+    print(f"recall for one user with {args.memories} memories, {args.recalls} recalls each")
+    print("| dialect | recall | p50 | p99 |\n| --- | --- | --- | --- |")
+    for dialect in args.dialects.split(","):
+        with fresh_database(dialect) as url:
+            times = asyncio.run(_run(dialect, url, args.memories, args.recalls))
+        for name, samples in times.items():
+            print(_row(dialect, name, samples), flush=True)
+
+
+if __name__ == "__main__":
+    main()
