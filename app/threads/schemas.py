@@ -259,6 +259,8 @@ class DeviceToolResult(Input):
     output: dict[str, Any] | None = None
     error: Annotated[str, msgspec.Meta(min_length=1, max_length=2000)] | None = None
     error_type: ErrorType | None = None
+    # What the cell says once the output is in ("Added to your calendar"); default "Done".
+    display_message: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
 
 
 class InputAnswer(Input):

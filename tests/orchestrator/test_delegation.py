@@ -134,6 +134,10 @@ async def test_a_specialist_that_does_not_answer_in_time_is_a_timeout(
     assert ask["status"] == "failure" and ask["error_type"] == "timeout"
     assert ask["error"] == "Slowpoke did not answer within 0.5 seconds."
     assert ask["preview"] == ["Slowpoke did not answer within 0.5 seconds."]
+    running = [
+        c for c in api.frames.cells() if c["id"] == ask["id"] and c["status"] == "in_progress"
+    ]
+    assert running and running[0]["display_message"] == "Asking Slowpoke…"  # while it thinks
     assert (await api.messages(thread_id))[-1]["content"] == "It did not answer in time."
 
 

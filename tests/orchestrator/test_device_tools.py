@@ -69,6 +69,7 @@ async def test_the_phone_answers_and_the_run_goes_on(
         "tool": "device_location",
         "result": HERE,
     }
+    assert answered.json()["tool_activity"]["display_message"] == "Done"  # none sent
     again = await api.client.post(url, json={"output": HERE}, headers=api.headers)
     assert again.status_code == 409
 
@@ -92,8 +93,12 @@ async def test_an_output_off_the_result_schema_is_refused_and_the_call_keeps_wai
     waiting = (await api.tool_messages(device_thread))[0]["tool_activity"]
     assert waiting["status"] == "awaiting_device"
 
-    right = await api.client.post(url, json={"output": HERE}, headers=api.headers)
+    said = "Found you near Berlin"
+    right = await api.client.post(
+        url, json={"output": HERE, "display_message": said}, headers=api.headers
+    )
     assert right.status_code == 200
+    assert right.json()["tool_activity"]["display_message"] == said
     assert (await api.wait_run(device_thread, run_id))["status"] == "completed"
 
 

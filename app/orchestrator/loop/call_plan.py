@@ -166,7 +166,9 @@ def _plan_allowed(
         question = delegation.question_of(name, base.arguments)
         if isinstance(question, ToolResult):
             return Refused(**base.shown(), result=question)
-        return Delegate(**base.shown(), agent=spec.delegates[name], question=question)
+        agent = spec.delegates[name]
+        shown = base.shown(start_message=f"Asking {agent.name}…")
+        return Delegate(**shown, agent=agent, question=question)
     if name in spec.allowed and (device := get_device_tool(name)) is not None:
         return _plan_device_call(base, device)
     if spec.config.delegation and is_delegate_name(name):

@@ -26,6 +26,7 @@ from app.tools.runtime.executor import with_preview
 from app.tools.runtime.toolsets import get_device_tool
 from app.tools.validation import without_nul
 
+DEVICE_DONE = "Done"  # a success cell's words when the phone sends none
 ONE_OF = "Send either `output` or `error`, not both and not neither."
 
 
@@ -43,7 +44,8 @@ def _outcome(name: str, body: DeviceToolResult) -> ToolResult:
             errors=[{**error, "source": "body"} for error in errors],
         )
     output = without_nul(body.output)
-    success = ToolResult.success(DeviceToolOutput(tool=name, result=output))
+    said = without_nul(body.display_message) if body.display_message else DEVICE_DONE
+    success = ToolResult.success(DeviceToolOutput(tool=name, result=output), display_message=said)
     # The model reads the output as the phone sent it; the cell has it typed.
     return msgspec.structs.replace(success, model_data=output)
 
