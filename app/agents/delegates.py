@@ -58,16 +58,24 @@ def delegate_definition(name: str, agent: Agent) -> dict[str, Any]:
 
 
 def delegates_for(
-    specialists: Iterable[Agent], *, exclude: Iterable[Any] = (), narrow: Any = None
+    specialists: Iterable[Agent],
+    *,
+    exclude: Iterable[Any] = (),
+    narrow: Any = None,
+    enabled_tools: list[str] | None = None,
 ) -> tuple[dict[str, Agent], frozenset[str]]:
     """(enabled specialists by tool name, names of the disabled ones), without `exclude`
-    (the agents already in the chain) and, when given, only names in `narrow`."""
+    (the agents already in the chain) and, when given, only names in `narrow` (a
+    message's allow-list) and in the delegating agent's `enabled_tools` (a list that
+    names no `ask_*` tool gives no specialist: a restriction restricts)."""
     excluded = set(exclude)
     offered: dict[str, Agent] = {}
     disabled: set[str] = set()
     for agent in specialists:
         name = delegate_tool_name(agent.name)
         if agent.id in excluded or (narrow is not None and name not in narrow):
+            continue
+        if enabled_tools is not None and name not in enabled_tools:
             continue
         if agent.enabled:
             offered.setdefault(name, agent)
@@ -88,7 +96,8 @@ def offered_to(agent: Agent, specialists: Iterable[Agent]) -> list[str]:
     config = get_agent_type(agent.agent_type)
     if config is None or not config.delegation:
         return []
-    return list(delegates_for(specialists, exclude=[agent.id])[0])
+    offered, _ = delegates_for(specialists, exclude=[agent.id], enabled_tools=agent.enabled_tools)
+    return list(offered)
 
 
 async def provide_specialist_tools(

@@ -82,9 +82,10 @@ def check_agent_type(agent_type: str) -> None:
 
 
 def check_enabled_tools(enabled_tools: list[str] | None) -> None:
-    """Every name must be a registered tool, or a legacy name of one (what
-    `litestar tools consolidate --reverse` writes): a typo would silently disable a tool."""
-    check_tool_names(enabled_tools or [], "enabled_tools")
+    """Every name must be a registered tool, a legacy name of one (what
+    `litestar tools consolidate --reverse` writes) or a specialist's `ask_<name>`: a typo
+    would silently disable a tool."""
+    check_tool_names(enabled_tools or [], "enabled_tools", specialists=True)
 
 
 def check_tool_names(names: list[str], field: str, *, specialists: bool = False) -> None:

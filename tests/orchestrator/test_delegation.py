@@ -239,3 +239,22 @@ async def test_ask_tools_are_listed_in_the_catalog_and_the_agents_tools(
     assert not [name for name in itself["tools"] if name.startswith("ask_")]
     listed = (await api.client.get("/api/agents", headers=api.headers)).json()["items"]
     assert {a["id"]: a["tools"] for a in listed}[assistant_id][-1] == "ask_researcher"
+
+
+async def test_enabled_tools_restrict_the_specialists_too(api: OrchestratorApi) -> None:
+    """An agent restricted to `tasks.list` reaches no specialist (whose web and memory
+    it was not given); one that lists `ask_helper` reaches that one only."""
+    for name in ("Helper", "Researcher"):
+        await api.add_agent(name=name, agent_type="specialist", description=f"{name}.")
+    await api.db.commit()
+    url = f"/api/agents/{api.user.agent.id}"
+    for enabled, asks in ((["tasks.list"], []), (["tasks.list", "ask_helper"], ["ask_helper"])):
+        patched = await api.client.patch(url, json={"enabled_tools": enabled}, headers=api.headers)
+        assert patched.status_code == 200, patched.text
+        assert [t for t in patched.json()["tools"] if t.startswith("ask_")] == asks
+        api.llm.script(Text("ok"))
+        await api.turn("hello")
+        offered = [n for n in tool_names(api.llm.requests[-1]) if n.startswith("ask_")]
+        assert offered == asks
+    typo = await api.client.patch(url, json={"enabled_tools": ["ask helper"]}, headers=api.headers)
+    assert typo.status_code == 400

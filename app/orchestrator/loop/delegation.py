@@ -129,7 +129,9 @@ def assign(
     depth, chain = parent.depth + 1, (*parent.chain, parent.agent.id, specialist.id)
     delegates, disabled = {}, frozenset[str]()
     if config.delegation and depth < settings.delegation_max_depth:
-        delegates, disabled = delegates_for(specialists, exclude=chain)
+        delegates, disabled = delegates_for(
+            specialists, exclude=chain, enabled_tools=specialist.enabled_tools
+        )
     spec = LoopSpec(
         agent=specialist,
         config=config,

@@ -203,7 +203,9 @@ class RunExecution:
             if config.delegation:
                 params = {"owner_id": user.id, "agent_id": agent.id}
                 specialists = list(await session.scalars(repository.SPECIALISTS, params))
-            delegates, disabled = delegates_for(specialists, narrow=narrow)
+            delegates, disabled = delegates_for(
+                specialists, narrow=narrow, enabled_tools=agent.enabled_tools
+            )
             history = await load_history(session, thread.id, agent.system_prompt, self.run.id)
         state = RunState(run=self.run, user=user, options=options, specialists=specialists)
         spec = LoopSpec(
