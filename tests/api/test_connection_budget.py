@@ -14,10 +14,10 @@ import httpx
 from advanced_alchemy.extensions.litestar import SQLAlchemyPlugin
 from litestar import Litestar
 from sqlalchemy import event, text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app import create_app
-from app.db.config import connection_budget
+from app.db.config import connection_budget, pool_options
 from app.settings import Settings
 from tests.api.support import assert_problem
 from tests.conftest import ApiUser, running_lifespan
@@ -95,7 +95,10 @@ async def test_the_connection_used_last_is_handed_out_first(settings: Settings) 
     """Its caches are warm (prepared statements, pages): a queue would rotate through
     every pooled connection and prepare each statement on each of them again."""
     budget = replace(settings, database_max_connections=4)
-    async with serving(budget) as (engine, _client):
+    # The app's pool options on a pool of its own: the app's background loops (timers,
+    # the memory keeper) would take connections from the app's pool meanwhile.
+    engine = create_async_engine(budget.database_url, **pool_options(budget, 2))
+    try:
         first, second = await engine.connect(), await engine.connect()
         ids = [id((await c.get_raw_connection()).dbapi_connection) for c in (first, second)]
         await first.close()
@@ -103,3 +106,5 @@ async def test_the_connection_used_last_is_handed_out_first(settings: Settings) 
         for _ in range(3):  # `second` went back last: it comes out each time
             async with engine.connect() as again:
                 assert id((await again.get_raw_connection()).dbapi_connection) == ids[1]
+    finally:
+        await engine.dispose()
