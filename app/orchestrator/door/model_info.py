@@ -70,6 +70,15 @@ def price(target: ModelTarget, usage: Usage) -> float | None:
 
 
 @functools.lru_cache(maxsize=256)
+def knows_provider(model: str, api_base: str | None) -> bool:
+    """Whether litellm can route `model` (a provider prefix it knows, or an api_base)."""
+    try:
+        litellm.get_llm_provider(model, api_base=api_base)
+    except Exception:  # litellm raises its BadRequestError (or a ValueError) for these
+        return False
+    return True
+
+
 def supports_images(model: str) -> bool:
     """Whether litellm's map says the model reads image inputs."""
     info = _info(model)

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import litellm
-
+from app.orchestrator.door import model_info
 from app.orchestrator.door.profiles import load_profiles, resolve
 from app.orchestrator.door.types import ModelTarget
 from app.settings import Settings
@@ -19,9 +18,7 @@ def unroutable(model: str, settings: Settings) -> str | None:
     target = resolve(base, load_profiles(settings.llm_profiles_file, settings.llm_profiles))
     if target.kind != "litellm":
         return None
-    try:
-        litellm.get_llm_provider(target.wire_model or target.model, api_base=target.api_base)
-    except Exception:  # litellm raises its BadRequestError (or a ValueError) for these
+    if not model_info.knows_provider(target.wire_model or target.model, target.api_base):
         profiles = ", ".join(
             sorted(load_profiles(settings.llm_profiles_file, settings.llm_profiles))
         )
