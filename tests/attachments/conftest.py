@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -26,18 +28,36 @@ def attachments_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("attachments")
 
 
-@pytest.fixture(scope="module")
-async def files_app(database_url: str, attachments_dir: Path) -> AsyncIterator[Litestar]:
+@asynccontextmanager
+async def files_app_with(database_url: str, **storage: Any) -> AsyncIterator[Litestar]:
+    """The app with the test limits and no runner, keeping files as `storage` says."""
     settings = Settings(
         database_url=database_url,
         runner_enabled=False,
         database_max_connections=5,
         mcp_demo_server=False,
-        attachments_dir=str(attachments_dir),
         **LIMITS,
+        **storage,
     )
     app = create_app(settings)
     async with running_lifespan(app):
+        yield app
+
+
+@asynccontextmanager
+async def phone_of(
+    app: Litestar, session_factory: async_sessionmaker[AsyncSession]
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of `app`; the tables emptied after it."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        yield client
+    await _empty_all_tables(session_factory)
+
+
+@pytest.fixture(scope="module")
+async def files_app(database_url: str, attachments_dir: Path) -> AsyncIterator[Litestar]:
+    async with files_app_with(database_url, attachments_dir=str(attachments_dir)) as app:
         yield app
 
 
@@ -45,10 +65,8 @@ async def files_app(database_url: str, attachments_dir: Path) -> AsyncIterator[L
 async def files(
     files_app: Litestar, session_factory: async_sessionmaker[AsyncSession]
 ) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=files_app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+    async with phone_of(files_app, session_factory) as client:
         yield client
-    await _empty_all_tables(session_factory)
 
 
 @pytest.fixture

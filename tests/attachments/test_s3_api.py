@@ -10,13 +10,11 @@ import pytest
 from litestar import Litestar
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app import create_app
 from app.attachments.services import deletions_settled
-from app.settings import Settings
-from tests.attachments.conftest import LIMITS
+from tests.attachments.conftest import files_app_with, phone_of
 from tests.attachments.s3_server import ACCESS_KEY, BUCKET, SECRET_KEY, s3_server  # noqa: F401
 from tests.attachments.support import opened, photo, upload
-from tests.conftest import ApiUser, _empty_all_tables, make_api_user, running_lifespan
+from tests.conftest import ApiUser, make_api_user
 
 
 @pytest.fixture(scope="module")
@@ -24,20 +22,14 @@ async def s3_app(
     database_url: str,
     s3_server: tuple[str, Path],  # noqa: F811
 ) -> AsyncIterator[Litestar]:
-    settings = Settings(
-        database_url=database_url,
-        runner_enabled=False,
-        database_max_connections=5,
-        mcp_demo_server=False,
+    async with files_app_with(
+        database_url,
         attachments_storage="s3",
         s3_endpoint=s3_server[0],
         s3_bucket=BUCKET,
         s3_access_key_id=ACCESS_KEY,
         s3_secret_access_key=SECRET_KEY,
-        **LIMITS,
-    )
-    app = create_app(settings)
-    async with running_lifespan(app):
+    ) as app:
         yield app
 
 
@@ -45,10 +37,8 @@ async def s3_app(
 async def phone(
     s3_app: Litestar, session_factory: async_sessionmaker[AsyncSession]
 ) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=s3_app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+    async with phone_of(s3_app, session_factory) as client:
         yield client
-    await _empty_all_tables(session_factory)
 
 
 async def test_a_photo_goes_to_the_bucket_comes_back_to_its_owner_and_is_deleted(

@@ -23,8 +23,7 @@ import httpx
 import pytest
 
 from tests.hosts.deployment import FAKETIME_LIBRARY, AppHost
-from tests.hosts.turns import Deployment, Turn, report
-from tests.support.processes import until
+from tests.hosts.turns import Deployment, report
 
 OFFSET_SECONDS = -60
 
@@ -63,7 +62,7 @@ async def test_a_host_60_s_behind_takes_no_live_lease_and_times_its_runs_right(
     started = time.monotonic()
     turns = [await healed.start_turn(user, via, "slow 14") for via in (skewed, skewed)]
     turns.append(await healed.start_turn(user, healed.host("app1"), "slow 14"))
-    owners = [await _owner(healed, turn) for turn in turns]
+    owners = [await healed.lease_owner(turn) for turn in turns]
     async with AsyncExitStack() as stack:
         phones = [
             await stack.enter_async_context(healed.phone(turn, user, skewed)) for turn in turns
@@ -89,11 +88,3 @@ async def test_a_host_60_s_behind_takes_no_live_lease_and_times_its_runs_right(
         elapsed,
         f"3 turns of 14 s, {ran} run by the skewed host",
     )
-
-
-async def _owner(deployment: Deployment, turn: Turn) -> str:
-    async def owner() -> str | None:
-        rows = await deployment.sql("SELECT lease_owner FROM runs WHERE id = :id", id=turn.run_id)
-        return rows[0][0]
-
-    return await until(owner, timeout=30)

@@ -136,14 +136,18 @@ class Deployment:
         assert posted.status_code == 202, posted.text
         return Turn(thread_id, posted.json()["run"]["id"])
 
-    async def runner_of(self, turn: Turn) -> AppHost:
-        """The host whose runner claimed the turn's run (once it has)."""
+    async def lease_owner(self, turn: Turn) -> str:
+        """The lease owner of the turn's run, once a runner claimed it."""
 
         async def owner() -> str | None:
             rows = await self.sql("SELECT lease_owner FROM runs WHERE id = :id", id=turn.run_id)
             return rows[0][0]
 
-        lease_owner = await until(owner, timeout=30)
+        return await until(owner, timeout=30)
+
+    async def runner_of(self, turn: Turn) -> AppHost:
+        """The host whose runner claimed the turn's run (once it has)."""
+        lease_owner = await self.lease_owner(turn)
         return next(host for host in self.hosts if host.owns(lease_owner))
 
     async def tool_running(self, turn: Turn) -> None:
