@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent, User
 from app.settings import Settings
+from app.tools.base import function_definition
 from app.tools.runtime.toolsets import agent_types, get_agent_type
 from app.tools.specialists import SpecialistTool
 
@@ -51,10 +52,7 @@ def describe(agent: Agent) -> str:
 
 
 def delegate_definition(name: str, agent: Agent) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {"name": name, "description": describe(agent), "parameters": ASK_PARAMETERS},
-    }
+    return function_definition(name, describe(agent), ASK_PARAMETERS)
 
 
 def delegates_for(

@@ -7,6 +7,7 @@ from uuid import UUID
 
 from litestar import Controller, delete, get, post
 from litestar.datastructures import UploadFile
+from litestar.di import Provide
 from litestar.enums import RequestEncodingType
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Body
@@ -50,9 +51,17 @@ _SIGNED = ResponseSpec(
 _DOWNLOAD = {200: _BYTES, 307: _SIGNED, **problems(404)}
 
 
+async def provide_owned_attachment(
+    attachment_id: UUID, db_session: AsyncSession, current_user: User
+) -> Attachment:
+    """The path's attachment if it is the caller's (404 otherwise, as for an unknown id)."""
+    return await services.get_owned(db_session, current_user.id, attachment_id)
+
+
 class AttachmentController(SignedInController):
     path = "/api/attachments"
     tags = ["attachments"]
+    dependencies = {"owned_attachment": Provide(provide_owned_attachment)}
 
     @post(
         "/",
@@ -87,28 +96,17 @@ class AttachmentController(SignedInController):
         return services.attachment_read(attachment)
 
     @get("/{attachment_id:uuid}", operation_id="GetAttachment", responses=problems(404))
-    async def get_attachment(
-        self, attachment_id: UUID, db_session: AsyncSession, current_user: User
-    ) -> AttachmentRead:
-        attachment = await services.get_owned(db_session, current_user.id, attachment_id)
-        return services.attachment_read(attachment)
+    async def get_attachment(self, owned_attachment: Attachment) -> AttachmentRead:
+        return services.attachment_read(owned_attachment)
 
-    @get(
-        "/{attachment_id:uuid}/content",
-        operation_id="DownloadAttachment",
-        responses=_DOWNLOAD,
-    )
+    @get("/{attachment_id:uuid}/content", operation_id="DownloadAttachment", responses=_DOWNLOAD)
     async def download_attachment(
-        self,
-        attachment_id: UUID,
-        db_session: AsyncSession,
-        current_user: User,
-        attachment_storage: Storage,
+        self, owned_attachment: Attachment, attachment_storage: Storage
     ) -> Response[Any]:
         """The file as stored (an image cleaned of its metadata, a HEIC as JPEG); with
         object storage, a redirect (307) to a short-lived URL of it."""
-        attachment = await services.get_owned(db_session, current_user.id, attachment_id)
-        return await _download(attachment_storage, attachment, keys.FILE, attachment.content_type)
+        file = owned_attachment
+        return await _download(attachment_storage, file, keys.FILE, file.content_type)
 
     @get(
         "/{attachment_id:uuid}/thumbnail",
@@ -116,31 +114,21 @@ class AttachmentController(SignedInController):
         responses=_DOWNLOAD,
     )
     async def download_thumbnail(
-        self,
-        attachment_id: UUID,
-        db_session: AsyncSession,
-        current_user: User,
-        attachment_storage: Storage,
+        self, owned_attachment: Attachment, attachment_storage: Storage
     ) -> Response[Any]:
         """An image's thumbnail (JPEG, at most 320 pixels a side); a document has none (404)."""
-        attachment = await services.get_owned(db_session, current_user.id, attachment_id)
-        if attachment.kind != "image":
+        if owned_attachment.kind != "image":
             raise ProblemException(404, "A document has no thumbnail.")
-        return await _download(attachment_storage, attachment, keys.THUMBNAIL, "image/jpeg")
+        return await _download(attachment_storage, owned_attachment, keys.THUMBNAIL, "image/jpeg")
 
     @delete("/{attachment_id:uuid}", operation_id="DeleteAttachment", responses=problems(404, 409))
     async def delete_attachment(
-        self,
-        attachment_id: UUID,
-        db_session: AsyncSession,
-        current_user: User,
-        attachment_storage: Storage,
+        self, owned_attachment: Attachment, db_session: AsyncSession, attachment_storage: Storage
     ) -> None:
         """Delete an upload no message references yet (a sent one goes with its message)."""
-        attachment = await services.get_owned(db_session, current_user.id, attachment_id)
-        if attachment.message_id is not None:
+        if owned_attachment.message_id is not None:
             raise ProblemException(409, "The attachment is in a message: delete the message.")
-        await services.delete_unsent(db_session, attachment_storage, attachment)
+        await services.delete_unsent(db_session, attachment_storage, owned_attachment)
 
 
 async def _download(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
+from typing import Any, NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -113,6 +116,28 @@ async def _thread(session: AsyncSession, user: User, agent: Agent, title: str) -
     return thread
 
 
+class DemoCall(NamedTuple):
+    """A tool call of the demo's history: its row's data as the tool builds it."""
+
+    tool: str
+    args: dict[str, Any]
+    data_of: Callable[[Any], ToolData]
+    display: str
+
+
+async def _tool_turn(
+    session: AsyncSession, thread: Thread, row: Any, call: DemoCall, talk: tuple[str, str]
+) -> None:
+    """`row` stored by `call`, shown as a finished turn: `talk` is (asked, answered)."""
+    session.add(row)
+    await session.flush()
+    tool = _activity(
+        f"call_demo_{call.tool}", call.tool, call.args, call.data_of(row), call.display
+    )
+    asked, answered = talk
+    await _finished_turn(session, thread, asked, tool, answered)
+
+
 async def seed_demo(session: AsyncSession) -> str:
     user = await _demo_user(session)
     await _demo_token(session, user)
@@ -125,39 +150,16 @@ async def seed_demo(session: AsyncSession) -> str:
         task = Task(
             owner_id=user.id, title="Buy milk", agent_id=assistant.id, thread_id=groceries.id
         )
-        session.add(task)
-        await session.flush()
-        tool = _activity(
-            "call_demo_task",
-            "tasks",
-            {"action": "create", "title": "Buy milk"},
-            task_data(task),
-            "Created “Buy milk”",
-        )
-        await _finished_turn(
-            session,
-            groceries,
-            "Remind me to buy milk",
-            tool,
-            "Done — “Buy milk” is on your task list.",
-        )
+        args = {"action": "create", "title": "Buy milk"}
+        call = DemoCall("tasks", args, task_data, "Created “Buy milk”")
+        talk = ("Remind me to buy milk", "Done — “Buy milk” is on your task list.")
+        await _tool_turn(session, groceries, task, call, talk)
     remember = await _thread(session, user, assistant, "About me")
     if remember is not None:
         memory = Memory(owner_id=user.id, agent_id=assistant.id, content="Prefers oat milk")
-        session.add(memory)
-        await session.flush()
-        tool = _activity(
-            "call_demo_memory",
-            "memory",
-            {"action": "save", "content": "Prefers oat milk"},
-            memory_result("save", memory, created=True),
-            "Saved to memory",
-        )
-        await _finished_turn(
-            session,
-            remember,
-            "I prefer oat milk, remember that.",
-            tool,
-            "Got it, I'll remember you prefer oat milk.",
-        )
+        args = {"action": "save", "content": "Prefers oat milk"}
+        saved = partial(memory_result, "save", created=True)
+        call = DemoCall("memory", args, saved, "Saved to memory")
+        talk = ("I prefer oat milk, remember that.", "Got it, I'll remember you prefer oat milk.")
+        await _tool_turn(session, remember, memory, call, talk)
     return DEMO_TOKEN

@@ -13,7 +13,6 @@ memories' background service, not a part of any request.
 from __future__ import annotations
 
 import logging
-from types import TracebackType
 from uuid import UUID
 
 from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig
@@ -91,12 +90,7 @@ class MemoryVectorKeeper(InitPluginProtocol):
         self.service.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         changes.unregister(self._sink)
         await self.service.stop()
         embedding.uninstall(self.embedder)

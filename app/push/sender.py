@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -122,17 +122,11 @@ class PushSender:
         if clock.now() >= claim:  # lapsed before its turn: another process may send it now
             _fenced(delivery, claim, "not sent")
             return None
-        note = Notification(
-            token=delivery.token,
-            environment=delivery.environment,
-            topic=delivery.topic,
-            push_type=delivery.push_type,
-            priority=delivery.priority,
-            expiration=delivery.expiration,
-            collapse_id=delivery.collapse_id,
-            payload=delivery.payload,
-            apns_id=str(delivery.id),
-        )
+        # The delivery row holds the notification's fields under their names; its id is
+        # the notification's APNs id.
+        names = [f.name for f in fields(Notification) if f.name != "apns_id"]
+        fields_of_row = {name: getattr(delivery, name) for name in names}
+        note = Notification(**fields_of_row, apns_id=str(delivery.id))
         return Sent(delivery, await self._client.send(note), claim)
 
     async def _record(self, results: list[Sent]) -> None:

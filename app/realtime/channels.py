@@ -24,7 +24,6 @@ import logging
 import uuid
 from collections import deque
 from collections.abc import Callable
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -278,12 +277,7 @@ class RealtimeChannels(InitPluginProtocol):
             notify.add_relay(self.relay_wakeup)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         notify.remove_relay(self.relay_wakeup)
         reminders.task_listeners.remove(self.relay_task)
         changes.unregister(self._sink)

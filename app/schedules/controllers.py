@@ -5,19 +5,28 @@ from __future__ import annotations
 from uuid import UUID
 
 from litestar import delete, get, patch, post
+from litestar.di import Provide
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SignedInController
-from app.db.models import User
+from app.db.models import Schedule, User
 from app.lib.problems import problems
 from app.schedules import services as schedules
 from app.schedules.schemas import ScheduleCreate, SchedulePage, ScheduleRead, ScheduleUpdate
 from app.settings import Settings
 
 
+async def provide_owned_schedule(
+    schedule_id: UUID, db_session: AsyncSession, current_user: User
+) -> Schedule:
+    """The path's schedule if it is the caller's (404 otherwise, as for an unknown id)."""
+    return await schedules.get_owned(db_session, current_user, schedule_id)
+
+
 class ScheduleController(SignedInController):
     path = "/api/schedules"
     tags = ["schedules"]
+    dependencies = {"owned_schedule": Provide(provide_owned_schedule)}
 
     @get("/", operation_id="ListSchedules", responses=problems())
     async def list_schedules(self, db_session: AsyncSession, current_user: User) -> SchedulePage:
@@ -35,25 +44,20 @@ class ScheduleController(SignedInController):
         return schedules.schedule_read(schedule)
 
     @get("/{schedule_id:uuid}", operation_id="GetSchedule", responses=problems(404))
-    async def get_schedule(
-        self, schedule_id: UUID, db_session: AsyncSession, current_user: User
-    ) -> ScheduleRead:
+    async def get_schedule(self, owned_schedule: Schedule) -> ScheduleRead:
         """One schedule of yours."""
-        schedule = await schedules.get_owned(db_session, current_user, schedule_id)
-        return schedules.schedule_read(schedule)
+        return schedules.schedule_read(owned_schedule)
 
     @patch("/{schedule_id:uuid}", operation_id="UpdateSchedule", responses=problems(404))
     async def update_schedule(
         self,
-        schedule_id: UUID,
+        owned_schedule: Schedule,
         data: ScheduleUpdate,
         db_session: AsyncSession,
-        current_user: User,
         settings: Settings,
     ) -> ScheduleRead:
         """Change the prompt, the rule, the time or the time zone (the next time follows)."""
-        schedule = await schedules.get_owned(db_session, current_user, schedule_id)
-        schedule = await schedules.update(db_session, settings, schedule, data)
+        schedule = await schedules.update(db_session, settings, owned_schedule, data)
         return schedules.schedule_read(schedule)
 
     @post(
@@ -63,11 +67,10 @@ class ScheduleController(SignedInController):
         status_code=200,
     )
     async def pause_schedule(
-        self, schedule_id: UUID, db_session: AsyncSession, current_user: User
+        self, owned_schedule: Schedule, db_session: AsyncSession
     ) -> ScheduleRead:
         """Stop starting runs until resumed."""
-        schedule = await schedules.get_owned(db_session, current_user, schedule_id)
-        return schedules.schedule_read(await schedules.pause(db_session, schedule))
+        return schedules.schedule_read(await schedules.pause(db_session, owned_schedule))
 
     @post(
         "/{schedule_id:uuid}/resume",
@@ -76,16 +79,12 @@ class ScheduleController(SignedInController):
         status_code=200,
     )
     async def resume_schedule(
-        self, schedule_id: UUID, db_session: AsyncSession, current_user: User, settings: Settings
+        self, owned_schedule: Schedule, db_session: AsyncSession, settings: Settings
     ) -> ScheduleRead:
         """Start runs again from the next time after now (missed times are skipped)."""
-        schedule = await schedules.get_owned(db_session, current_user, schedule_id)
-        return schedules.schedule_read(await schedules.resume(db_session, settings, schedule))
+        return schedules.schedule_read(await schedules.resume(db_session, settings, owned_schedule))
 
     @delete("/{schedule_id:uuid}", operation_id="DeleteSchedule", responses=problems(404))
-    async def delete_schedule(
-        self, schedule_id: UUID, db_session: AsyncSession, current_user: User
-    ) -> None:
+    async def delete_schedule(self, owned_schedule: Schedule, db_session: AsyncSession) -> None:
         """Delete a schedule (its runs so far stay in the thread)."""
-        schedule = await schedules.get_owned(db_session, current_user, schedule_id)
-        await schedules.delete(db_session, schedule)
+        await schedules.delete(db_session, owned_schedule)

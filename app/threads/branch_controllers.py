@@ -6,7 +6,6 @@ from __future__ import annotations
 from uuid import UUID
 
 from litestar import Response, post
-from litestar.openapi.datastructures import ResponseSpec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SignedInController
@@ -16,6 +15,7 @@ from app.lib.problems import ProblemException, problems
 from app.settings import Settings
 from app.threads import branches, repository
 from app.threads.branch_schemas import MessageEdit, ReplyRegenerate
+from app.threads.message_controllers import POSTED_RESPONSES
 from app.threads.message_reads import list_owned_messages
 from app.threads.schemas import MessagePage, MessagePosted
 from app.threads.serializers import message_read, run_read
@@ -31,12 +31,7 @@ class BranchController(SignedInController):
         "/edit",
         operation_id="EditMessage",
         status_code=202,
-        responses={
-            200: ResponseSpec(
-                MessagePosted, description="A repeat of an earlier client_message_id"
-            ),
-            **problems(404, 409, 413, 429),
-        },
+        responses=POSTED_RESPONSES,
     )
     async def edit_message(
         self,
@@ -62,12 +57,7 @@ class BranchController(SignedInController):
         "/regenerate",
         operation_id="RegenerateReply",
         status_code=202,
-        responses={
-            200: ResponseSpec(
-                MessagePosted, description="A repeat of an earlier client_message_id"
-            ),
-            **problems(404, 409, 413, 429),
-        },
+        responses=POSTED_RESPONSES,
     )
     async def regenerate_reply(
         self,

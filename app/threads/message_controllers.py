@@ -21,6 +21,12 @@ from app.threads.serializers import message_read, run_read
 from app.threads.services import get_owned_thread, get_owned_thread_for_post
 from app.usage.budget import refuse_if_spent
 
+# A posted (or edited, or regenerated) message: 202 queued; 200 a repeat of its key.
+POSTED_RESPONSES = {
+    200: ResponseSpec(MessagePosted, description="A repeat of an earlier client_message_id"),
+    **problems(404, 409, 413, 429),
+}
+
 
 class MessageController(SignedInController):
     path = "/api/threads/{thread_id:uuid}/messages"
@@ -30,12 +36,7 @@ class MessageController(SignedInController):
         "/",
         operation_id="PostMessage",
         status_code=202,
-        responses={
-            200: ResponseSpec(
-                MessagePosted, description="A repeat of an earlier client_message_id"
-            ),
-            **problems(404, 409, 413, 429),
-        },
+        responses=POSTED_RESPONSES,
     )
     async def post_message(
         self,

@@ -190,6 +190,14 @@ class ToolContext:
             yield session
 
 
+def function_definition(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """A tool as the chat-completions wire offers it to the model."""
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
 class Tool:
     """Subclass per domain; register an instance in app/tools/runtime/registry.py."""
 
@@ -271,14 +279,7 @@ class Tool:
         return None
 
     def function_definition(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters_schema(),
-            },
-        }
+        return function_definition(self.name, self.description, self.parameters_schema())
 
     def needs_confirmation(self, action: str | None) -> bool:
         if isinstance(self.requires_confirmation, bool):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 import msgspec
@@ -13,7 +13,7 @@ from app.db.models import User
 from app.lib.problems import problems
 from app.lib.schema import Schema
 from app.tools.assembly import get_registry
-from app.tools.runtime.registry import ToolCatalogEntry
+from app.tools.runtime.registry import ToolCatalogEntry, plain_entry
 from app.tools.runtime.toolsets import agent_types_offering
 from app.tools.specialists import SpecialistTool
 
@@ -50,30 +50,17 @@ class ToolList(Schema):
     items: list[ToolRead]
 
 
-def tool_read(entry: ToolCatalogEntry) -> ToolRead:
-    """The registry's entry plus the agent types that offer the tool."""
+def tool_read(entry: ToolCatalogEntry, **given: Any) -> ToolRead:
+    """The registry's entry plus the agent types that offer the tool (unless `given`)."""
     fields = msgspec.structs.asdict(entry)
-    return msgspec.convert({**fields, "agent_types": agent_types_offering(entry.name)}, ToolRead)
+    offering = {"agent_types": agent_types_offering(entry.name)}
+    return msgspec.convert({**fields, **offering, **given}, ToolRead)
 
 
 def ask_read(tool: SpecialistTool) -> ToolRead:
     """A specialist as the tool delegating agents call (app/agents/delegates.py)."""
-    return ToolRead(
-        name=tool.name,
-        description=tool.description,
-        actions=[],
-        parameters=tool.parameters,
-        params_hint="message",
-        is_user_facing=True,
-        requires_confirmation=False,
-        confirmation_actions=[],
-        non_user_facing_actions=[],
-        agent_types=tool.agent_types,
-        result_schemas={},
-        executor="agent",
-        timeout_seconds=tool.timeout_seconds,
-        agent_id=tool.agent_id,
-    )
+    entry = plain_entry(tool, "agent", hint="message")
+    return tool_read(entry, agent_types=tool.agent_types, agent_id=tool.agent_id)
 
 
 class ToolController(SignedInController):

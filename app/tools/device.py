@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from app.tools.base import ToolResult
+from app.tools.base import ToolResult, function_definition
 from app.tools.json_schema import invalid_arguments, schema_problem
 from app.tools.validation import decode_arguments
 
@@ -36,14 +36,7 @@ class DeviceToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     is_user_facing: bool = True
 
     def function_definition(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
+        return function_definition(self.name, self.description, self.parameters)
 
 
 def declaration_problem(spec: DeviceToolSpec) -> str | None:

@@ -38,7 +38,7 @@ class ListParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class ScheduleSummary(Schema):
-    schedule_id: UUID
+    id: UUID = msgspec.field(name="schedule_id")  # the row's `id`, as the model reads it
     thread_id: UUID
     prompt: str
     kind: str
@@ -62,16 +62,7 @@ class ScheduleListResult(ToolData, tag="schedule_list"):
 
 
 def _summary(schedule: Schedule) -> ScheduleSummary:
-    return ScheduleSummary(
-        schedule_id=schedule.id,
-        thread_id=schedule.thread_id,
-        prompt=schedule.prompt,
-        kind=schedule.kind,
-        rule=schedule.rule,
-        time_zone=schedule.time_zone,
-        status=schedule.status,
-        next_run_at=schedule.next_run_at,
-    )
+    return msgspec.convert(schedule, ScheduleSummary, from_attributes=True)
 
 
 class SchedulesTool(Tool):

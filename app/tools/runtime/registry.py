@@ -31,8 +31,8 @@ class ToolCatalogEntry(msgspec.Struct, kw_only=True):
     result_schemas: dict[str, dict[str, str]]
     # "server": runs here; "device": the phone runs it (the cell waits as awaiting_device
     # until the app posts the result to …/messages/{message_id}/result); "mcp": a remote
-    # MCP server runs it (`mcp_server` names it).
-    executor: Literal["server", "device", "mcp"] = "server"
+    # MCP server runs it (`mcp_server` names it); "agent": a specialist answers (`ask_*`).
+    executor: Literal["server", "device", "mcp", "agent"] = "server"
     result_schema: dict[str, Any] = {}  # device tools: the output the app posts ({}: any)
     mcp_server: str | None = None
 
@@ -135,19 +135,37 @@ def _catalog_entry(tool: Tool) -> ToolCatalogEntry:
     )
 
 
-def _device_entry(spec: DeviceToolSpec) -> ToolCatalogEntry:
+class PlainTool(Protocol):
+    """A tool of one action that never asks first: a device tool, a specialist (`ask_*`)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    timeout_seconds: float
+
+
+def plain_entry(
+    tool: PlainTool,
+    executor: Literal["device", "agent"],
+    hint: str | None = None,
+    is_user_facing: bool = True,
+) -> ToolCatalogEntry:
     return ToolCatalogEntry(
-        name=spec.name,
-        description=spec.description,
+        name=tool.name,
+        description=tool.description,
         actions=[],
-        parameters=spec.parameters,
-        params_hint=params_hint(spec.parameters),
-        is_user_facing=spec.is_user_facing,
+        parameters=tool.parameters,
+        params_hint=hint or params_hint(tool.parameters),
+        is_user_facing=is_user_facing,
         requires_confirmation=False,
         confirmation_actions=[],
         non_user_facing_actions=[],
-        timeout_seconds=spec.timeout_seconds,
-        executor="device",
-        result_schema=spec.result_schema or {},
+        timeout_seconds=tool.timeout_seconds,
+        executor=executor,
         result_schemas={},
     )
+
+
+def _device_entry(spec: DeviceToolSpec) -> ToolCatalogEntry:
+    entry = plain_entry(spec, "device", is_user_facing=spec.is_user_facing)
+    return msgspec.structs.replace(entry, result_schema=spec.result_schema or {})
