@@ -158,6 +158,11 @@ def test_cli_errors_name_the_valid_choices_and_drop_unused_groups(empty_database
                       "--name", "Everyone's", "--agent-type", "assistant", "--shared")  # fmt: skip
     assert shared.exit_code != 0
     assert "Only a staff user's agent can be shared" in shared.stderr
+    lost = litestar(empty_database, "agents", "create", "--owner", "o@example.com",
+                    "--name", "Lost", "--agent-type", "assistant", "--model", "nowhere/x")  # fmt: skip
+    assert lost.exit_code != 0
+    assert "Unknown model 'nowhere/x'" in lost.stderr
+    assert "Provider List" not in lost.stdout + lost.stderr  # litellm's own hint stays quiet
     ok(litestar(empty_database, "users", "create", "--email", "s@example.com",
                 "--password", "pw-1234567890", "--staff"))  # fmt: skip
     ok(litestar(empty_database, "agents", "create", "--owner", "s@example.com",

@@ -7,9 +7,7 @@ status, type and message (errors.from_status), never shown as litellm's own text
 
 from __future__ import annotations
 
-import logging
 import os
-import warnings
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,6 +21,7 @@ os.environ.setdefault("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", "True")
 
 import litellm  # after the switch above: litellm reads it at import
 
+from app.orchestrator.door import model_info  # noqa: F401  (it sets litellm's switches)
 from app.orchestrator.door.errors import (
     LLMError,
     body_in_text,
@@ -31,13 +30,6 @@ from app.orchestrator.door.errors import (
     scrub,
 )
 from app.orchestrator.door.types import ModelCall, ModelTarget
-
-# litellm 1.110's TypedDicts use `ReadOnly`: pydantic warns once per type when it first
-# builds one (on a first call), a dozen lines in the server's log that say nothing to us.
-warnings.filterwarnings("ignore", message=r"Items? .* (is|are) using the `ReadOnly` qualifier")
-litellm.suppress_debug_info = True
-litellm.telemetry = False
-logging.getLogger("LiteLLM").setLevel(logging.WARNING)  # no line per call
 
 LOST = "The connection to the model provider was lost mid-answer."
 

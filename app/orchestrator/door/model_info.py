@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import warnings
 from typing import Any
 
 import litellm
@@ -13,6 +14,15 @@ import litellm
 from app.orchestrator.door.types import ModelTarget, Prices, Usage
 
 logger = logging.getLogger(__name__)
+
+# litellm's process-wide switches, set by the first door file any command imports (the
+# CLI's model check too). litellm 1.110's TypedDicts use `ReadOnly`: pydantic warns once
+# per type when it first builds one, a dozen lines in the server's log that say nothing
+# to us; and a model it cannot route prints a "Provider List" hint to stdout.
+warnings.filterwarnings("ignore", message=r"Items? .* (is|are) using the `ReadOnly` qualifier")
+litellm.suppress_debug_info = True
+litellm.telemetry = False
+logging.getLogger("LiteLLM").setLevel(logging.WARNING)  # no line per call
 
 
 def map_name(target: ModelTarget) -> str:
