@@ -6,7 +6,8 @@ The servers are real (official SDK, Streamable HTTP on sockets); the model is th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -17,7 +18,7 @@ from app.realtime.events import MessageFrame
 from app.tools.mcp.demo_server import RunningServer
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
-from tests.support.mcp_servers import bearer_required, build_test_app, running
+from tests.support.mcp_servers import HANGS, bearer_required, build_test_app, running
 from tests.support.test_tools import register_test_tools, write_agent_types
 
 
@@ -147,6 +148,17 @@ async def test_cancel_ends_the_cell_as_cancelled(api: OrchestratorApi) -> None:
     [cell] = [m["tool_activity"] for m in await api.tool_messages(thread_id)]
     assert run["status"] == "cancelled"
     assert cell["status"] == "failure" and cell["error_type"] == "cancelled"
+    # The server is told (closing the call's response stream is the protocol's cancel):
+    # its handler stops instead of working on for nobody.
+    assert await _eventually(lambda: HANGS[-2:] == ["started", "cancelled"]), HANGS
+
+
+async def _eventually(check: Callable[[], bool], seconds: float = 5.0) -> bool:
+    for _ in range(int(seconds / 0.05)):
+        if check():
+            return True
+        await asyncio.sleep(0.05)
+    return check()
 
 
 async def test_a_tool_that_needs_approval_waits_for_it(api: OrchestratorApi) -> None:

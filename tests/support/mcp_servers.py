@@ -50,6 +50,11 @@ def chart_png() -> str:
     return base64.b64encode(out.getvalue()).decode()
 
 
+# What became of each `hang` call on the test servers: "started", then "cancelled" when the
+# client's cancel reached the server (in this process: the servers run on threads).
+HANGS: list[str] = []
+
+
 def build_test_server() -> MCPServer:
     server = MCPServer("toolcells-test")
 
@@ -73,8 +78,13 @@ def build_test_server() -> MCPServer:
 
     @server.tool()
     async def hang() -> str:
-        """Never answers."""
-        await asyncio.sleep(3600)
+        """Never answers (until the client gives the call up: then it is cancelled here)."""
+        HANGS.append("started")
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            HANGS.append("cancelled")
+            raise
         return "never"
 
     @server.tool()
