@@ -1,111 +1,36 @@
-"""A Python client generated from the committed OpenAPI file drives a real server.
-
-openapi-python-client turns openapi/openapi.json into a package in a temp directory; the
-app runs under uvicorn in a subprocess on a free port, on the dialect's database.
-"""
+"""A Python client generated from the committed OpenAPI file drives a real server
+(tests/support/generated_client.py builds the client and serves the app)."""
 
 from __future__ import annotations
 
-import importlib
-import os
-import re
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from types import ModuleType
 from uuid import uuid4
 
 import pytest
 
-from app.openapi_export import OPENAPI_FILE
-from app.settings import PROJECT_ROOT
+from tests.support.generated_client import generated_client, module_of, served
 from tests.support.sync_db import empty_tables, seed_user
 
 EMAIL, PASSWORD = "client@example.com", "client-password"
-STARTUP_TIMEOUT = 60
-UVICORN = [sys.executable, "-m", "uvicorn", "app:create_app", "--factory"]
 
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The generated package's import name (importable for this module's tests)."""
-    root = tmp_path_factory.mktemp("client")
-    name = f"toolcells_client_{uuid4().hex[:8]}"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "openapi_python_client",
-            "generate",
-            "--path",
-            str(OPENAPI_FILE),
-            "--output-path",
-            str(root / name),
-            "--meta",
-            "none",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "Warning" not in result.stdout + result.stderr, result.stdout + result.stderr
-    sys.path.insert(0, str(root))
-    try:
+    with generated_client(tmp_path_factory.mktemp("client")) as name:
         yield name
-    finally:
-        sys.path.remove(str(root))
-
-
-def _wait_for_port(process: subprocess.Popen[str]) -> int:
-    """Read uvicorn's log until it says where it listens (port 0 picks a free one)."""
-    found: dict[str, int] = {}
-    ready = threading.Event()
-    lines: list[str] = []
-
-    def read() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.append(line)
-            match = re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", line)
-            if match:
-                found["port"] = int(match.group(1))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    ready.wait(STARTUP_TIMEOUT)
-    assert "port" in found, "uvicorn did not start:\n" + "".join(lines)
-    return found["port"]
 
 
 @pytest.fixture(scope="module")
 def server_url(database_url: str) -> Iterator[str]:
     seed_user(database_url, EMAIL, PASSWORD)
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "RUNNER_ENABLED": "0",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
-    process = subprocess.Popen(
-        [*UVICORN, "--host", "127.0.0.1", "--port", "0", "--no-access-log"],
-        cwd=PROJECT_ROOT,
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     try:
-        yield f"http://127.0.0.1:{_wait_for_port(process)}"
+        with served(database_url, RUNNER_ENABLED="0") as url:
+            yield url
     finally:
-        process.terminate()
-        process.wait(timeout=30)
         empty_tables(database_url)
 
 
-def _module(package: str, path: str) -> ModuleType:
-    return importlib.import_module(f"{package}.{path}")
+_module = module_of
 
 
 def test_generated_client_drives_the_api(generated: str, server_url: str) -> None:
