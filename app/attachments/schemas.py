@@ -22,4 +22,7 @@ class AttachmentRead(Schema, kw_only=True):
     height: int | None = None
     page_count: int | None = None  # PDFs
     blurhash: str | None = None  # images: the app's placeholder while the thumbnail loads
+    # In a message: whether the model that answered it saw this image (false: it read only
+    # a line naming the file; tell the user). Absent until a run answers the message.
+    model_saw: bool | None = None
     created_at: datetime

@@ -66,7 +66,8 @@ async def test_a_photo_sent_with_no_text_reaches_the_model_alone(api: Orchestrat
     user = api.llm.requests[0]["messages"][-1]
     assert [p["type"] for p in user["content"]] == ["image_url"]  # no empty text part
     [message] = [m for m in await api.messages(sent["thread_id"]) if m["role"] == "user"]
-    assert message["content"] == "" and message["attachments"] == [sent["attachment"]]
+    [shown] = message["attachments"]
+    assert message["content"] == "" and shown == {**sent["attachment"], "model_saw": True}
     empty = await api.client.post(
         f"/api/threads/{sent['thread_id']}/messages", json={"content": ""},
         headers=api.user.headers,
@@ -87,6 +88,30 @@ async def test_a_model_that_cannot_see_gets_a_line_instead_of_the_image(
     assert not _image_parts(user)
     assert "plant.jpg" in user["content"][1]["text"]
     assert "cannot see images" in user["content"][1]["text"]
+    # The user is told, in the message: its photo is marked unseen (live, and on a read).
+    [asked] = [m for m in await api.messages(thread_id) if m["role"] == "user"]
+    assert [a["model_saw"] for a in asked["attachments"]] == [False]
+    await api.frames.wait_for(lambda f: _photo_marked(f, asked["id"], False))
+
+    # Another answer from a model that sees images: now it has been seen.
+    api.llm.script(Text("A fern."))
+    seeing = await api.add_agent(name="seeing", model="openai/fake-model", agent_type="tester")
+    url = f"/api/threads/{thread_id}/messages/{asked['id']}/regenerate"
+    again = await api.client.post(url, json={"agent_id": str(seeing.id)}, headers=api.headers)
+    assert again.status_code == 202, again.text
+    assert (await api.wait_run(thread_id, again.json()["run"]["id"]))["status"] == "completed"
+    assert len(_image_parts(api.llm.requests[1]["messages"][-1])) == 1
+    [asked] = [m for m in await api.messages(thread_id) if m["role"] == "user"]
+    assert [a["model_saw"] for a in asked["attachments"]] == [True]
+
+
+def _photo_marked(frame: object, message_id: str, saw: bool) -> bool:
+    message = getattr(frame, "message", None)
+    return (
+        message is not None
+        and str(message.id) == message_id
+        and [a.model_saw for a in message.attachments] == [saw]
+    )
 
 
 async def test_a_pdf_reaches_the_model_as_its_text_with_the_page_count(

@@ -35,6 +35,7 @@ from app.orchestrator.loop import deadlines, planner, resume
 from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.loop.delegation import FALLBACK_TYPE, Outcome
 from app.orchestrator.loop.history import load_history
+from app.orchestrator.loop.images_seen import tell_images_seen
 from app.orchestrator.loop.memory_recall import recall_call
 from app.orchestrator.loop.outage import (
     DB_UNREACHABLE,
@@ -222,6 +223,7 @@ class RunExecution:
         if await self._resume(state, spec):  # a parked run: its calls answered, go on
             messages = await resume.history(self.deps, self.run, spec.agent)
         else:
+            await tell_images_seen(self.deps, self.run, spec.agent, messages)
             if recalled := await recall_call(self.deps, state, spec, messages):
                 await self._execute_turn(state, spec, ModelTurn(tool_calls=[recalled]), messages)
             if state.options.get("tool_calls"):
