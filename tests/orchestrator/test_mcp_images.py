@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,7 +36,10 @@ def agent_types_file(tmp_path_factory: pytest.TempPathFactory, mcp_server: Runni
 
 @pytest.fixture(scope="module")
 def settings_overrides(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return {"attachments_dir": str(tmp_path_factory.mktemp("attachments"))}
+    return {
+        "attachments_dir": str(tmp_path_factory.mktemp("attachments")),
+        "llm_vision_models": ("openai/fake-model",),
+    }
 
 
 async def test_an_image_result_becomes_an_attachment_shown_in_the_cell(
@@ -59,3 +63,45 @@ async def test_an_image_result_becomes_an_attachment_shown_in_the_cell(
     await api.client.delete(f"/api/threads/{thread_id}", headers=api.headers)
     gone = await api.client.get(f"/api/attachments/{image['id']}", headers=api.headers)
     assert gone.status_code == 404
+
+
+def _tool_images(request: dict) -> list[dict]:
+    """The parts of the user message that follows the tool results, if any."""
+    messages = request["messages"]
+    after = [i for i, m in enumerate(messages) if m["role"] == "tool"]
+    if not after or after[-1] + 1 >= len(messages):
+        return []
+    follower = messages[after[-1] + 1]
+    return follower["content"] if follower["role"] == "user" else []
+
+
+async def test_a_model_that_reads_images_sees_the_tool_image(api: OrchestratorApi) -> None:
+    """After the call, and again from the history on the next turn."""
+    api.llm.script(
+        ToolCalls(Call("t__chart", {"title": "sales"})), Text("A rising line."), Text("Yes.")
+    )
+    thread_id, run = await api.turn("chart my sales")
+    assert run["status"] == "completed", run
+    parts = _tool_images(api.llm.requests[1])
+    assert [p["type"] for p in parts] == ["text", "image_url"], parts
+    seen = opened(base64.b64decode(parts[1]["image_url"]["url"].split(",", 1)[1]))
+    assert seen.size == (64, 48)
+    response = await api.post(thread_id, "is it rising?")
+    await api.wait_run(thread_id, response.json()["run"]["id"])
+    replayed = [p["type"] for m in api.llm.requests[2]["messages"] if m["role"] == "user"
+                and isinstance(m["content"], list) for p in m["content"]]  # fmt: skip
+    assert replayed == ["text", "image_url"]
+
+
+async def test_a_model_that_cannot_see_reads_a_line_naming_the_tool_image(
+    api: OrchestratorApi,
+) -> None:
+    agent = await api.add_agent(name="blind", model="openai/text-only-model", agent_type="tester")
+    api.llm.script(ToolCalls(Call("t__chart", {"title": "sales"})), Text("Made a chart."))
+    thread_id = await api.new_thread(agent.id)
+    _, run = await api.turn("chart my sales", thread_id)
+    assert run["status"] == "completed", run
+    parts = _tool_images(api.llm.requests[1])
+    assert [p["type"] for p in parts] == ["text", "text"]
+    assert "t__chart returned an image" in parts[1]["text"]
+    assert "cannot see images" in parts[1]["text"]

@@ -27,6 +27,32 @@ def _attachments(rows: Iterable[Any]) -> Iterable[dict[str, Any]]:
     for row in rows:
         if row.role == "user" and row.attachments:
             yield from row.attachments
+        elif row.role == "tool":
+            yield from tool_images(row.tool_activity)
+
+
+def tool_images(activity: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The images a call returned (an MCP tool's `data.images`: AttachmentRead dicts)."""
+    images = ((activity or {}).get("data") or {}).get("images")
+    return [a for a in images if isinstance(a, dict)] if isinstance(images, list) else []
+
+
+def tool_images_message(
+    returned: list[tuple[str, dict[str, Any]]], replay: set[str]
+) -> dict[str, Any] | None:
+    """The images the calls just answered returned, as one user message after their
+    results: a chat tool message carries text only, so this is how a model that reads
+    images sees a chart or a map a tool made (others get the line naming it)."""
+    if not returned:
+        return None
+    parts: list[dict[str, Any]] = [{"type": "text", "text": "Images the tools above returned:"}]
+    for tool, image in returned:
+        key, label = str(image["id"]), f"[{tool} returned an image: {image['filename']}]"
+        if key in replay:
+            parts.append(image_reference(UUID(key), label))
+        else:
+            parts.append({"type": "text", "text": f"{label} (shown earlier)"})
+    return {"role": "user", "content": parts}
 
 
 def replayed_images(rows: Sequence[Any]) -> set[str]:

@@ -20,8 +20,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import direct
 from app.db.models import ThreadMessage
-from app.orchestrator.door.llm import cut_text
-from app.orchestrator.loop.attachment_parts import document_texts, replayed_images, user_content
+from app.orchestrator.door.llm import ModelTurn, cut_text
+from app.orchestrator.loop.attachment_parts import (
+    MAX_REPLAYED_IMAGES,
+    document_texts,
+    replayed_images,
+    tool_images,
+    tool_images_message,
+    user_content,
+)
 from app.threads import repository
 from app.threads.activity import INTERRUPTED, failure_content
 from app.tools.bounds import DEFAULT_MAX_BYTES
@@ -97,6 +104,7 @@ def to_model_messages(
     out: list[dict[str, Any]] = []
     replay = replayed_images(sorted(rows, key=lambda row: row.position))
     pending: dict[str, dict[str, Any] | None] = {}  # call id -> its answer, in call order
+    returned: list[tuple[str, dict[str, Any]]] = []  # (tool, image) of the pending answers
 
     def flush_pending() -> None:
         for call_id, answer in pending.items():
@@ -108,7 +116,10 @@ def to_model_messages(
                     "content": failure_content(INTERRUPTED, "system_error"),
                 }
             )
+        if pending and (images := tool_images_message(returned, replay)):
+            out.append(images)
         pending.clear()
+        returned.clear()
 
     for row in _ordered(rows, until_run):
         if row.role == "tool":
@@ -118,6 +129,8 @@ def to_model_messages(
                     "tool_call_id": row.tool_call_id,
                     "content": _tool_content(row),
                 }
+                name = (row.tool_activity or {}).get("name") or "a tool"
+                returned.extend((name, image) for image in tool_images(row.tool_activity))
             continue
         flush_pending()
         if row.role == "user":
@@ -133,6 +146,22 @@ def to_model_messages(
             out.append(message)
     flush_pending()
     return out
+
+
+def answered_turn(turn: ModelTurn, outcomes: Sequence[Any]) -> list[dict[str, Any]]:
+    """A model turn's calls and their results (`CallOutcome`s) as the next turn reads
+    them; the images the calls returned follow them (tool_images_message)."""
+    answers = [{"role": "tool", "tool_call_id": done.call.id, "content": done.content}
+               for done in outcomes]  # fmt: skip
+    returned = [
+        (done.message.tool_activity.get("name") or "a tool", image)
+        for done in outcomes
+        if done.message.tool_activity
+        for image in tool_images(done.message.tool_activity)
+    ][-MAX_REPLAYED_IMAGES:]
+    images = tool_images_message(returned, {str(image["id"]) for _, image in returned})
+    call = {"role": "assistant", "content": turn.text or None, "tool_calls": turn.tool_calls}
+    return [call, *answers, *([images] if images else [])]
 
 
 async def load_history(

@@ -34,7 +34,7 @@ from app.orchestrator.door.llm import LLMError, ModelTurn, context_window, fitte
 from app.orchestrator.loop import deadlines, planner, resume
 from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.loop.delegation import FALLBACK_TYPE, Outcome
-from app.orchestrator.loop.history import load_history
+from app.orchestrator.loop.history import answered_turn, load_history
 from app.orchestrator.loop.images_seen import tell_images_seen
 from app.orchestrator.loop.memory_recall import recall_call
 from app.orchestrator.loop.outage import (
@@ -374,13 +374,7 @@ class RunExecution:
         outcomes = await calls.execute_turn(
             spec, turn, step_id=step_id, refused=refused, prepared=prepared
         )
-        messages.append(
-            {"role": "assistant", "content": turn.text or None, "tool_calls": turn.tool_calls}
-        )
-        messages.extend(
-            {"role": "tool", "tool_call_id": done.call.id, "content": done.content}
-            for done in outcomes
-        )
+        messages.extend(answered_turn(turn, outcomes))
         return outcomes
 
 
