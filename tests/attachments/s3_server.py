@@ -61,3 +61,17 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def storage_settings(database_url: str, s3: tuple[str, Path], local: Path) -> dict[str, object]:
+    """The attachments' storage for a module that runs on both dialects: the S3 server with
+    PostgreSQL (as in production), files under `local` with SQLite (the embedded default)."""
+    if not database_url.startswith("postgresql"):
+        return {"attachments_dir": str(local)}
+    return {
+        "attachments_storage": "s3",
+        "s3_endpoint": s3[0],
+        "s3_bucket": BUCKET,
+        "s3_access_key_id": ACCESS_KEY,
+        "s3_secret_access_key": SECRET_KEY,
+    }

@@ -6,10 +6,12 @@ import base64
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
 from app.tools.mcp.demo_server import RunningServer
+from tests.attachments.s3_server import s3_server, storage_settings  # noqa: F401
 from tests.attachments.support import opened
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
@@ -35,11 +37,14 @@ def agent_types_file(tmp_path_factory: pytest.TempPathFactory, mcp_server: Runni
 
 
 @pytest.fixture(scope="module")
-def settings_overrides(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return {
-        "attachments_dir": str(tmp_path_factory.mktemp("attachments")),
-        "llm_vision_models": ("openai/fake-model",),
-    }
+def settings_overrides(
+    tmp_path_factory: pytest.TempPathFactory,
+    database_url: str,
+    s3_server: tuple[str, Path],  # noqa: F811
+) -> dict:
+    local = tmp_path_factory.mktemp("attachments")
+    storage = storage_settings(database_url, s3_server, local)
+    return {**storage, "llm_vision_models": ("openai/fake-model",)}
 
 
 async def test_an_image_result_becomes_an_attachment_shown_in_the_cell(
@@ -55,14 +60,25 @@ async def test_an_image_result_becomes_an_attachment_shown_in_the_cell(
     assert (image["width"], image["height"]) == (64, 48) and image["blurhash"]
     assert cell["data"]["text"].startswith("Here is sales.")
 
-    content = await api.client.get(f"/api/attachments/{image['id']}/content", headers=api.headers)
-    assert content.status_code == 200 and opened(content.content).size == (64, 48)
-    thumb = await api.client.get(f"/api/attachments/{image['id']}/thumbnail", headers=api.headers)
-    assert thumb.status_code == 200
+    content = await _download(api, f"/api/attachments/{image['id']}/content")
+    assert opened(content).size == (64, 48)
+    assert (
+        opened(await _download(api, f"/api/attachments/{image['id']}/thumbnail")).format == "JPEG"
+    )
     # it belongs to the call's message: deleting the thread deletes it
     await api.client.delete(f"/api/threads/{thread_id}", headers=api.headers)
     gone = await api.client.get(f"/api/attachments/{image['id']}", headers=api.headers)
     assert gone.status_code == 404
+
+
+async def _download(api: OrchestratorApi, url: str) -> bytes:
+    """The bytes, from us or (object storage: a 307) from the signed URL, as a phone does."""
+    answer = await api.client.get(url, headers=api.headers)
+    if answer.status_code == 307:
+        async with httpx.AsyncClient() as plain:
+            answer = await plain.get(answer.headers["location"])
+    assert answer.status_code == 200, answer.text
+    return answer.content
 
 
 def _tool_images(request: dict) -> list[dict]:
