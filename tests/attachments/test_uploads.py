@@ -159,3 +159,19 @@ async def test_a_decompression_bomb_is_refused_before_its_pixels_are_decoded(
     body = assert_problem(await upload(files, ann, bomb.getvalue(), filename="x.png"), 415)
     assert "too large" in body["detail"]
     assert await db.scalar(select(func.count()).select_from(Attachment)) == 0
+
+
+async def test_a_polyglot_photo_is_served_as_the_image_alone(
+    files: httpx.AsyncClient, ann: ApiUser
+) -> None:
+    """A JPEG that is also an HTML page (markup after the image's end): stored re-encoded,
+    so nothing of the page is kept, and served as an image the browser may not sniff."""
+    page = b"<html><body><script>alert(document.cookie)</script></body></html>"
+    response = await upload(files, ann, photo("JPEG") + page, filename="cat.jpg")
+    assert response.status_code == 201, response.text
+    content = await files.get(
+        f"/api/attachments/{response.json()['id']}/content", headers=ann.headers
+    )
+    assert content.headers["content-type"] == "image/jpeg"
+    assert content.headers["x-content-type-options"] == "nosniff"
+    assert b"<script>" not in content.content and opened(content.content).format == "JPEG"
