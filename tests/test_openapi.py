@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from app.lib.openapi import SWIFT_REJECTED_FORMS, swift_rejected_forms
+from app.lib.openapi import SWIFT_REJECTED_FORMS, is_free_form, swift_rejected_forms
 from app.lib.openapi_docs import OPERATION_SUMMARIES, SCHEMA_EXAMPLES
 from app.openapi_export import OPENAPI_FILE, generate_openapi
 
@@ -235,3 +235,28 @@ def test_schema_examples_are_valid_instances(document: dict[str, Any], name: str
     validator = Draft202012Validator(root, format_checker=Draft202012Validator.FORMAT_CHECKER)
     errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(example)]
     assert not errors, errors
+
+
+def test_free_form_objects_say_they_take_any_member(document: dict[str, Any]) -> None:
+    """A bare `{type: object}` is typed `Record<string, never>` by openapi-typescript: a
+    tool's `example`, a device tool's `result`, an MCP form's schema and answer say
+    `additionalProperties: {}` (any member) instead."""
+    schemas = document["components"]["schemas"]
+    assert schemas["ToolError"]["properties"]["example"]["additionalProperties"] == {}
+    assert schemas["DeviceToolOutput"]["properties"]["result"]["additionalProperties"] == {}
+    assert schemas["InputRequest"]["properties"]["requested_schema"]["additionalProperties"] == {}
+    assert schemas["InputResponse"]["properties"]["content"]["additionalProperties"] == {}
+    assert [path for path, node in _schema_nodes(document) if is_free_form(node)] == []
+
+
+def _schema_nodes(node: Any, path: str = "#") -> list[tuple[str, dict[str, Any]]]:
+    found: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(node, dict):
+        found.append((path, node))
+        for key, value in node.items():
+            if key not in ("example", "examples"):  # instances, not schemas
+                found.extend(_schema_nodes(value, f"{path}/{key}"))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found.extend(_schema_nodes(value, f"{path}/{index}"))
+    return found

@@ -124,7 +124,17 @@ def _null_type(member: dict[str, Any]) -> dict[str, Any] | None:
     return result
 
 
+def is_free_form(node: dict[str, Any]) -> bool:
+    """An object schema that names no property (any JSON object: a tool's input, an
+    MCP form's schema, …)."""
+    kind = node.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    return "object" in kinds and not {"properties", "additionalProperties", "$ref"} & node.keys()
+
+
 def _swift_ready_schema(node: dict[str, Any]) -> dict[str, Any]:
+    if is_free_form(node):  # said outright: openapi-typescript reads a bare one as `{}`-only
+        node = {**node, "additionalProperties": {}}
     for key in ("oneOf", "anyOf"):
         members = node.get(key)
         if not isinstance(members, list):
