@@ -32,6 +32,7 @@ from app.lib.health import health, readiness
 from app.lib.heap import freeze_startup_heap
 from app.lib.openapi import SwiftReadyOpenAPIConfig
 from app.lib.openapi_plugins import (
+    AlwaysSentStructSchemaPlugin,
     OmittedNullStructSchemaPlugin,
     OptionalLiteralSchemaPlugin,
     StrictStructSchemaPlugin,
@@ -161,6 +162,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             LoginThrottlePlugin(settings),
             StrictStructSchemaPlugin(),
             OmittedNullStructSchemaPlugin(),
+            AlwaysSentStructSchemaPlugin(),
             OptionalLiteralSchemaPlugin(),
             RealtimeChannels(settings, db_config),
             PushPlugin(settings, db_config),

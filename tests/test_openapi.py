@@ -260,3 +260,31 @@ def _schema_nodes(node: Any, path: str = "#") -> list[tuple[str, dict[str, Any]]
         for index, value in enumerate(node):
             found.extend(_schema_nodes(value, f"{path}/{index}"))
     return found
+
+
+def test_integer_bounds_are_whole_numbers_an_int32_holds(document: dict[str, Any]) -> None:
+    """`limit`'s maximum was written `2147483648.0`: a float, one past int32."""
+    bounds = [
+        (path, key, node[key])
+        for path, node in _schema_nodes(document)
+        if node.get("type") == "integer" or "integer" in (node.get("type") or [])
+        for key in ("minimum", "maximum")
+        if key in node
+    ]
+    assert bounds and [b for b in bounds if not isinstance(b[2], int)] == []
+    limits = [v for p, k, v in bounds if "/parameters/" in p and k == "maximum" and v > 100]
+    assert limits and max(limits) <= 2**53  # a sequence number may pass int32; a limit not
+    page = document["paths"]["/api/threads"]["get"]["parameters"]
+    [limit] = [p["schema"] for p in page if p["name"] == "limit"]
+    assert limit["maximum"] == 2**31 - 1
+
+
+def test_fields_always_sent_are_required(document: dict[str, Any]) -> None:
+    """A response's field the server always sends (null when empty) is `required`, so a
+    generated client does not make it optional as well as nullable."""
+    schemas = document["components"]["schemas"]
+    always = {"input", "display_message", "error", "error_type", "finished_at", "expires_at",
+              "duration_ms", "preview", "step_id"}  # fmt: skip
+    assert always <= set(schemas["ToolActivity"]["required"])
+    assert "data" not in schemas["ToolActivity"]["required"]  # left out until there is some
+    assert "current_leaf_id" in schemas["ThreadRead"]["required"]

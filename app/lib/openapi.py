@@ -132,9 +132,27 @@ def is_free_form(node: dict[str, Any]) -> bool:
     return "object" in kinds and not {"properties", "additionalProperties", "$ref"} & node.keys()
 
 
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def _whole_bounds(node: dict[str, Any]) -> dict[str, Any]:
+    """An integer's bounds as integers (Litestar writes a parameter's `le` as `100.0`,
+    which generators then read as a floating-point number)."""
+    kind = node.get("type")
+    if "integer" not in (kind if isinstance(kind, list) else [kind]):
+        return node
+    whole = {
+        key: int(node[key])
+        for key in _BOUNDS
+        if isinstance(node.get(key), float) and node[key].is_integer()
+    }
+    return {**node, **whole} if whole else node
+
+
 def _swift_ready_schema(node: dict[str, Any]) -> dict[str, Any]:
     if is_free_form(node):  # said outright: openapi-typescript reads a bare one as `{}`-only
         node = {**node, "additionalProperties": {}}
+    node = _whole_bounds(node)
     for key in ("oneOf", "anyOf"):
         members = node.get(key)
         if not isinstance(members, list):

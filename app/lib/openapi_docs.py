@@ -110,6 +110,8 @@ _TOOL_ACTIVITY = {
     "finished_at": "2026-03-01T10:15:03Z",
     "expires_at": None,
     "duration_ms": 412,
+    "preview": ["Book dentist, due Mon 2 Mar 09:00"],
+    "step_id": None,
 }
 
 _PLAN = {
@@ -119,12 +121,15 @@ _PLAN = {
     "error": None,
     "steps": [
         {"id": "recall", "label": "Recall preferences", "executor": "agent", "action": "memory",
-         "status": "ok", "args": {"query": "dentist"}, "detail": "Recalled 1 memory"},
+         "status": "ok", "tool": None, "args": {"query": "dentist"}, "description": None,
+         "detail": "Recalled 1 memory", "error": None, "tool_call_id": None},
         {"id": "add-task", "label": "Add the task", "executor": "agent", "action": "tool",
          "status": "in_progress", "tool": "tasks", "tool_call_id": "call_plan_3f9a1c",
-         "args": {"action": "create", "title": "Book dentist"}},
+         "args": {"action": "create", "title": "Book dentist"}, "description": None,
+         "detail": None, "error": None},
         {"id": "answer", "label": "Answer", "executor": "litellm", "action": "completion",
-         "status": "pending"},
+         "status": "pending", "tool": None, "args": None, "description": None, "detail": None,
+         "error": None, "tool_call_id": None},
     ],
 }  # fmt: skip
 
@@ -137,6 +142,7 @@ _RUN: dict[str, Any] = {
     "created_at": "2026-03-01T10:15:00Z",
     "started_at": "2026-03-01T10:15:01Z",
     "finished_at": "2026-03-01T10:15:05Z",
+    "duration_ms": 4000,
     "usage": {
         "input_tokens": 1840,
         "output_tokens": 96,
@@ -176,6 +182,11 @@ SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {
                 "status": "ok",
                 "executor": "agent",
                 "tool_call_ids": ["call_8f2k"],
+                "tool": None,
+                "args": None,
+                "description": None,
+                "detail": None,
+                "error": None,
             },
             {
                 "id": "completion",
@@ -184,6 +195,11 @@ SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {
                 "status": "ok",
                 "executor": "litellm",
                 "tool_call_ids": [],
+                "tool": None,
+                "args": None,
+                "description": None,
+                "detail": None,
+                "error": None,
             },
         ],
         "tool_results": [
@@ -206,6 +222,7 @@ SCHEMA_EXAMPLES: dict[str, dict[str, Any]] = {
         "agent_id": _AGENT_ID,
         "last_seq": 4,
         "active_run_id": None,
+        "current_leaf_id": "6e8f0a2b-4c3d-4e6f-9a7b-2c3d4e5f6a7b",
         "created_at": "2026-03-01T10:14:40Z",
         "updated_at": "2026-03-01T10:15:05Z",
     },

@@ -20,6 +20,8 @@ import msgspec
 from litestar.openapi.spec import OpenAPIType, Schema
 from litestar.plugins import OpenAPISchemaPlugin
 
+from app.lib.schema import Schema as ResponseSchema
+
 if TYPE_CHECKING:
     from litestar.typing import FieldDefinition
 
@@ -143,6 +145,26 @@ class OmittedNullStructSchemaPlugin(StructSchemaTweak):
             members = [m for m in prop.one_of if getattr(m, "type", None) != OpenAPIType.NULL]
             if len(members) == 1:
                 schema.properties[field.encode_name] = members[0]  # type: ignore[index]
+
+
+class AlwaysSentStructSchemaPlugin(StructSchemaTweak):
+    """Response bodies (`Schema`) without `omit_defaults`: every field is in every body
+    (null when it has nothing), so every field is documented as required, a field with a
+    default too; only a field left out when unset (`UNSET`) stays optional. Otherwise a
+    generated client makes an always-present field optional (`T | Unset`, `T?` twice)."""
+
+    def wants(self, config: msgspec.structs.StructConfig) -> bool:
+        return not config.omit_defaults and not config.forbid_unknown_fields
+
+    def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
+        return super().is_plugin_supported_field(field_definition) and issubclass(
+            field_definition.type_, ResponseSchema
+        )
+
+    def adjust(self, schema: Schema, info: msgspec.inspect.StructType) -> None:
+        sent = [f.encode_name for f in info.fields if f.default is not msgspec.UNSET]
+        listed = {*(schema.required or []), *sent} & set(schema.properties or {})
+        schema.required = sorted(listed) if listed else None
 
 
 def _literal_members(field_definition: FieldDefinition) -> tuple[list[Any], bool] | None:

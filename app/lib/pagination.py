@@ -24,7 +24,7 @@ PageLimit = Annotated[
     int,
     Parameter(
         ge=1,
-        le=2**31,
+        le=2**31 - 1,  # an int32 every generator reads
         description=f"Page size, at most {MAX_PAGE_SIZE}: larger values are capped at it.",
     ),
 ]

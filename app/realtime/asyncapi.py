@@ -108,7 +108,17 @@ def _asyncapi_schemas() -> dict[str, dict[str, Any]]:
     for name, schema in schemas.items():
         if isinstance(schema.get("discriminator"), dict):
             schemas[name] = {**schema, "discriminator": schema["discriminator"]["propertyName"]}
+        _name_enums(name, schemas[name])
     return schemas
+
+
+def _name_enums(component: str, schema: dict[str, Any]) -> None:
+    """A property's inline enum titled `<Component><Property>` (ToolActivityStatus), the
+    name openapi-python-client gives it: AsyncAPI generators would call it AnonymousSchema_N."""
+    for prop, member in (schema.get("properties") or {}).items():
+        if isinstance(member, dict) and "enum" in member and "title" not in member:
+            words = "".join(word.capitalize() for word in prop.split("_"))
+            member["title"] = f"{component}{words}"
 
 
 def _message(struct: type[events.Frame]) -> dict[str, Any]:

@@ -61,7 +61,9 @@ class ToolFieldError(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     field: str | None = None
     message: str
-    allowed_values: list[str | int | float | bool] | None = None
+    # The values the parameter takes, each as text (a number or a boolean in its JSON
+    # form: "3", "true"): one type, so every generated client decodes the list.
+    allowed_values: list[str] | None = None
     source: str | None = None
 
 
@@ -82,6 +84,10 @@ class ToolError(ToolData, tag="error"):
     available_tools: list[str] | Unset = UNSET
     allowed_fields: list[str] | Unset = UNSET
     errors: list[ToolFieldError] | Unset = UNSET
+    action: str | Unset = UNSET  # the action the refused call named
+    missing_params: list[str] | Unset = UNSET  # required and not given
+    allowed_params: list[str] | Unset = UNSET  # the parameters the action takes
+    required_params: dict[str, list[str]] | Unset = UNSET  # action -> what it requires
 
 
 class DelegationResult(ToolData, tag="delegation_result"):

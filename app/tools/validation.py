@@ -170,6 +170,10 @@ def _field_error(field: str, exc: msgspec.ValidationError) -> dict[str, str]:
     return {"field": path, "message": message}
 
 
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else msgspec.json.encode(value).decode()
+
+
 def _literal_values(tp: Any) -> list[Any]:
     """Allowed values when a parameter is (an optional, annotated) Literal."""
     origin = typing.get_origin(tp)
@@ -221,7 +225,7 @@ def check_params(tool: Tool, action: str, args: dict[str, Any]) -> msgspec.Struc
         except msgspec.ValidationError as exc:
             error: dict[str, Any] = _field_error(name, exc)
             if allowed_values := _literal_values(fields[name].type):
-                error["allowed_values"] = allowed_values
+                error["allowed_values"] = [_as_text(v) for v in allowed_values]
             errors.append(error)
     if errors:
         listing = "; ".join(f"{e['field']}: {e['message']}" for e in errors)

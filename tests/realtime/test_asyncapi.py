@@ -84,3 +84,16 @@ def test_the_openapi_document_carries_the_frames_too() -> None:
             # openapi.json adds examples (app/lib/openapi_docs.py), e.g. to a tool result
             published = {k: v for k, v in schemas[name].items() if k != "examples"}
             assert published == schema, name
+
+
+def test_inline_enums_are_named_as_the_rest_api_names_them() -> None:
+    """AsyncAPI generators call an untitled inline enum AnonymousSchema_N."""
+    schemas = json.loads(ASYNCAPI_PATH.read_text())["components"]["schemas"]
+    untitled = [
+        f"{name}.{prop}"
+        for name, schema in schemas.items()
+        for prop, member in (schema.get("properties") or {}).items()
+        if isinstance(member, dict) and "enum" in member and "title" not in member
+    ]
+    assert untitled == []
+    assert schemas["ToolActivity"]["properties"]["status"]["title"] == "ToolActivityStatus"

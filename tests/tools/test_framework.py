@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import msgspec
 import pytest
@@ -13,8 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Task
 from app.tools import assembly
 from app.tools.base import Tool, ToolContext, ToolResult
+from app.tools.results import ToolError
 from app.tools.runtime.executor import SAFE_SYSTEM_ERROR, parse_call, parsed_input
 from app.tools.runtime.registry import ToolRegistry
+from app.tools.validation import check_params
 from tests.tools.conftest import ToolHarness
 
 
@@ -236,3 +238,25 @@ async def test_the_transaction_commits_on_success_and_rolls_back_on_error(
             raise RuntimeError("the tool failed after writing")
     titles = list(await db.scalars(select(Task.title).where(Task.owner_id == user_id)))
     assert titles == ["kept"]
+
+
+def test_allowed_values_are_text_of_one_type_whatever_the_literal() -> None:
+    """A number's allowed values mixed with text decoded in no Swift client: each is text."""
+
+    class LevelParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+        level: Literal[1, 2, "max"]
+
+    class LevelTool(Tool):
+        name = "test_level"
+        description = "Sets a level."
+        actions: ClassVar = {"set": LevelParams}
+
+    refused = check_params(LevelTool(), "set", {"level": 7})
+    assert isinstance(refused, ToolResult) and refused.details is not None
+    [error] = refused.details["errors"]
+    assert error["allowed_values"] == ["1", "2", "max"]
+    # what the phone receives decodes as the published type
+    cell = {"type": "error", "error": refused.error, "error_type": refused.error_type}
+    data = msgspec.convert({**refused.details, **cell}, ToolError)
+    assert data.errors and data.errors[0].allowed_values == ["1", "2", "max"]
+    assert data.allowed_params == ["level"] and data.action == "set"
