@@ -28,6 +28,7 @@ from app.db.schema import schema_lifespan
 from app.db.session import session_dependency
 from app.devices.controllers import DeviceController
 from app.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
+from app.lib.allow_header import AllowHeaderMiddleware
 from app.lib.health import health, readiness
 from app.lib.heap import freeze_startup_heap
 from app.lib.openapi import SwiftReadyOpenAPIConfig
@@ -155,6 +156,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
     db_config = build_sqlalchemy_config(settings)
     app = Litestar(
         route_handlers=[*ROUTES, attachment_controller(settings)],
+        middleware=[AllowHeaderMiddleware()],  # Litestar 2's OPTIONS `Allow` (workaround)
         plugins=[
             SQLAlchemyPlugin(config=db_config),
             problem_details_plugin(),

@@ -25,6 +25,12 @@ class ApiRequest(Request[Any, Any, Any]):
     """
 
     async def json(self) -> Any:
+        media = (self.headers.get("content-type") or "").split(";")[0].strip().lower()
+        if media and media != "application/json" and not media.endswith("+json"):
+            # A form or plain text is not a malformed JSON body but the wrong kind of one.
+            raise HTTPException(
+                status_code=415, detail="Send the body as JSON (Content-Type: application/json)."
+            )
         try:
             value = await super().json()
         except UnicodeDecodeError as exc:

@@ -12,7 +12,7 @@ from app.accounts.deps import SignedInController
 from app.attachments.storage import Storage
 from app.db.models import User
 from app.lib.pagination import DEFAULT_PAGE_SIZE, PageLimit, page_size
-from app.lib.problems import problems
+from app.lib.problems import ProblemException, problems
 from app.settings import Settings
 from app.threads import messages, services
 from app.threads.message_reads import latest_page_json, list_owned_messages
@@ -72,7 +72,16 @@ class MessageController(SignedInController):
         limit: PageLimit = DEFAULT_PAGE_SIZE,
     ) -> Response[MessagePage]:
         """`after_seq`: changes after a seq, ascending; `before_position`: older history;
-        neither: the latest page. Items are always in ascending order."""
+        neither: the latest page; both: 400 (a sync and a page back are two reads). Items
+        are always in ascending order."""
+        if after_seq is not None and before_position is not None:
+            raise ProblemException(
+                400,
+                "Give after_seq (changes since a sync) or before_position (older history), "
+                "not both.",
+                errors=[{"field": "before_position", "message": "not with after_seq",
+                         "source": "query"}],
+            )  # fmt: skip
         limit = page_size(limit)
         if after_seq is None and before_position is None:
             # The page clients poll: served pre-encoded while the thread is unchanged.
