@@ -131,6 +131,7 @@ DEFAULTS = {
     "schedules_per_user": 20,
     "schedule_min_interval_seconds": 900.0,
     "schedule_max_failures": 3,
+    "schedule_runs_per_day": 48,
     "log_format": "text",
     "log_level": "info",
     "access_log": True,

@@ -39,6 +39,13 @@ class TimerSettings:
         NonNegativeFloat,
         Meta(description="the shortest gap a recurring schedule may leave between two runs"),
     ] = 900.0
+    schedule_runs_per_day: Annotated[
+        PositiveInt,
+        Meta(
+            description="runs one user's schedules may start in 24 hours; past it a due "
+            "time starts none (a spent monthly budget likewise)"
+        ),
+    ] = 48
     schedule_max_failures: Annotated[
         PositiveInt,
         Meta(description="a schedule whose runs failed this many times in a row is paused"),

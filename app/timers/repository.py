@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
+from uuid import UUID
 
 from sqlalchemy import Select, bindparam, func, select, update
 
-from app.db.models import Schedule, Task
+from app.db.models import Schedule, Task, Thread, ThreadMessage
 
 BATCH = 200
 SCHEDULE_BATCH = 20  # each starts a run: a few statements apiece
@@ -57,3 +59,24 @@ def claim_due_schedules(postgres: bool) -> Any:
 
 def next_schedule() -> Select[Any]:
     return select(func.min(Schedule.next_run_at))
+
+
+SCHEDULED_PREFIX = "schedule:"  # the client id of a message a schedule posted
+
+
+def scheduled_id(schedule: Schedule, due: datetime) -> str:
+    return f"{SCHEDULED_PREFIX}{schedule.id}:{due.astimezone(UTC):%Y-%m-%dT%H:%M:%S.%fZ}"
+
+
+def scheduled_runs_since(owner_id: UUID, since: datetime) -> Select[Any]:
+    """How many messages the owner's schedules posted since `since` (each started a run)."""
+    return (
+        select(func.count())
+        .select_from(ThreadMessage)
+        .join(Thread, Thread.id == ThreadMessage.thread_id)
+        .where(
+            Thread.owner_id == owner_id,
+            ThreadMessage.client_message_id.startswith(SCHEDULED_PREFIX, autoescape=True),
+            ThreadMessage.created_at >= since,
+        )
+    )

@@ -17,7 +17,7 @@ read; at `SCHEDULE_MAX_FAILURES` failed runs in a row the schedule is paused ins
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -30,6 +30,8 @@ from app.settings import Settings
 from app.threads.messages import post_user_message
 from app.threads.schemas import MessageCreate
 from app.timers import repository
+from app.timers.repository import scheduled_id
+from app.usage.budget import BudgetSpent, refuse_if_spent
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +62,10 @@ async def _fire(
         logger.info("schedule %s paused: %s", schedule.id, reason)
         return
     if (now - due).total_seconds() <= settings.reminder_max_lateness_seconds:
-        await _start_run(session, schedule)
+        if why := await _held_back(session, settings, schedule, now):
+            logger.info("schedule %s skipped %s: %s", schedule.id, due.isoformat(), why)
+        else:
+            await _start_run(session, schedule, due)
     schedule.last_run_at = due
     following = schedules.next_after(schedule, max(now, due))
     schedule.next_run_at = following[0] if following else None
@@ -79,12 +84,31 @@ async def _count_last_run(session: AsyncSession, schedule: Schedule) -> None:
         schedule.failures = 0
 
 
-async def _start_run(session: AsyncSession, schedule: Schedule) -> None:
+async def _held_back(
+    session: AsyncSession, settings: Settings, schedule: Schedule, now: datetime
+) -> str | None:
+    """Why this time starts no run: the owner's monthly budget is spent, or their
+    schedules started `SCHEDULE_RUNS_PER_DAY` runs in the last 24 hours (None: it runs)."""
+    try:
+        await refuse_if_spent(session, schedule.owner_id, settings)
+    except BudgetSpent as spent:
+        return spent.detail
+    since = now - timedelta(days=1)
+    started = await session.scalar(repository.scheduled_runs_since(schedule.owner_id, since))
+    if (started or 0) >= settings.schedule_runs_per_day:
+        return f"{started} scheduled runs in 24 hours (SCHEDULE_RUNS_PER_DAY)"
+    return None
+
+
+async def _start_run(session: AsyncSession, schedule: Schedule, due: datetime) -> None:
     thread = await session.get(Thread, schedule.thread_id)
     if thread is None:
         return  # deleted with its schedules (cascade) meanwhile
+    # The message's client id names the schedule and the time: one message per time,
+    # and how the daily count finds the runs schedules started.
+    asked = MessageCreate(content=schedule.prompt, client_message_id=scheduled_id(schedule, due))
     try:
-        _, run, _ = await post_user_message(session, thread, MessageCreate(content=schedule.prompt))
+        _, run, _ = await post_user_message(session, thread, asked)
     except ProblemException as refused:  # the agent refuses a message while it runs
         logger.info("schedule %s skipped a time: %s", schedule.id, refused.detail)
         return

@@ -5,6 +5,7 @@ authorization; a schedule whose runs keep failing is paused and its owner told."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -203,3 +204,41 @@ async def test_the_agent_lists_and_creates_schedules_with_the_users_approval(
     assert listed["data"]["count"] == 1
     schedules = (await api.client.get("/api/schedules", headers=api.headers)).json()["items"]
     assert [s["rule"] for s in schedules] == ["0 8 * * 1-5"]
+
+
+async def _fired(api: OrchestratorApi, schedule_id: str, since: Any) -> None:
+    """Until the scheduler took the due time (its last_run_at moved past `since`)."""
+    async with asyncio.timeout(10):
+        while True:
+            api.db.expire_all()
+            schedule = await api.db.get(Schedule, UUID(schedule_id))
+            if schedule is not None and schedule.last_run_at and schedule.last_run_at > since:
+                return
+            await asyncio.sleep(0.05)  # polling the scheduler's commit
+
+
+@pytest.mark.parametrize("limit", ["runs_per_day", "budget"])
+async def test_a_due_time_past_a_limit_starts_no_run(api: OrchestratorApi, limit: str) -> None:
+    thread_id = await api.new_thread()
+    body = {"thread_id": thread_id, "prompt": "Check", "kind": "cron", "rule": "0 8 * * *"}
+    schedule = (await _create(api, **body)).json()
+    api.llm.script(Text("Checked.", usage={"prompt_tokens": 12, "completion_tokens": 2}))
+    await _due_now(api, schedule["id"])
+    [first] = await _wait_runs(api, thread_id, 1)
+    assert first.status == "completed" and (first.input_tokens or 0) > 0
+    scheduler = api.app.state.timer_scheduler
+    kept = scheduler.settings
+    if limit == "runs_per_day":
+        scheduler.settings = dataclasses.replace(kept, schedule_runs_per_day=1)
+    else:  # the first run's tokens spend a one-token month
+        scheduler.settings = dataclasses.replace(kept, user_monthly_token_budget=1)
+    try:
+        before = clock.now()
+        await _due_now(api, schedule["id"])
+        await _fired(api, schedule["id"], before)
+    finally:
+        scheduler.settings = kept
+    assert [run.id for run in await _runs(api, thread_id)] == [first.id]  # no second run
+    messages = await api.messages(thread_id)
+    assert [m["content"] for m in messages if m["role"] == "user"] == ["Check"]
+    assert messages[0]["client_message_id"].startswith(f"schedule:{schedule['id']}:")
