@@ -145,6 +145,8 @@ async def seed_demo(session: AsyncSession) -> str:
         session, user, "Assistant", "assistant", "You are a helpful assistant."
     )
     await _agent(session, user, "Researcher", "specialist", "You research questions on the web.")
+    await _agent(session, user, "Planner", "planner", "You plan the steps, then answer.")
+    await _agent(session, user, "Companion", "companion", "You help with the day, wherever.")
     groceries = await _thread(session, user, assistant, "Groceries")
     if groceries is not None:
         task = Task(

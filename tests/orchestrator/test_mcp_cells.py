@@ -185,9 +185,10 @@ async def test_the_demo_model_rolls_dice_on_the_bundled_server(api: Orchestrator
     [tool] = await api.tool_messages(thread_id)
     cell = tool["tool_activity"]
     assert cell["status"] == "success" and len(cell["data"]["structured_content"]["rolls"]) == 2
+    rolls = cell["data"]["structured_content"]["rolls"]
+    answer = (await api.messages(thread_id))[-1]["content"]  # in words, not the tool's JSON
+    assert answer == f"You rolled {rolls[0]} and {rolls[1]} (total {sum(rolls)})."
     assert cell["preview"][0].startswith("rolls: ")
-    answer = (await api.messages(thread_id))[-1]["content"]
-    assert answer.startswith("Roll_dice on demo says")
     assert api.llm.requests == []  # nothing went to the network
 
 
