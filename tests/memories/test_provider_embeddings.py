@@ -112,3 +112,39 @@ async def test_the_keeper_embeds_a_memory_whose_first_embedding_failed(
             listed = await http.get("/api/memories", headers=alice.headers)
     assert [m["id"] for m in listed.json()["items"]] == [str(memory.id)]
     assert any(r.get("input") == ["Allergic to peanuts"] for r in fake.requests)
+
+
+OLLAMA_MODEL = "ollama/nomic-embed-text"
+
+
+def ollama_answer(body: dict[str, Any]) -> Raw:
+    """Ollama's `POST /api/embed` answer (a provider litellm speaks, we do not)."""
+    vectors = [[len(text), sum(c in "aeiou" for c in text), 1.0] for text in body["input"]]
+    payload = {"model": "nomic-embed-text", "embeddings": vectors, "prompt_eval_count": 11}
+    return Raw(json.dumps(payload).encode(), content_type="application/json")
+
+
+async def test_a_provider_off_the_openai_wire_embeds_through_litellm(
+    alice: ApiUser, settings: Settings, fake: FakeLLM,
+    session_factory: async_sessionmaker[AsyncSession],
+) -> None:  # fmt: skip
+    ollama = replace(
+        settings, memory_embeddings=OLLAMA_MODEL, llm_api_base=fake.base_url.removesuffix("/v1")
+    )
+    embedder = door_embedder(ollama, {})
+    assert embedder is not None and embedder.target.kind == "litellm"
+    memory = await save(session_factory, alice.user.id, "I drink my coffee black")
+    scrape = Scrape(generate_latest(REGISTRY).decode())
+    labels = {"model": OLLAMA_MODEL, "agent_type": "memory", "kind": "input"}
+    before = scrape.value("toolcells_model_tokens_total", **labels)
+
+    fake.respond_with(ollama_answer)
+    assert await embed_pending(session_factory, embedder) == 1
+    [row] = await vectors_of(session_factory, OLLAMA_MODEL)
+    assert row.memory_id == memory.id
+    assert fake.paths[-1] == "/api/embed"
+    assert fake.requests[-1]["input"] == [memory.content]
+    after = Scrape(generate_latest(REGISTRY).decode()).value(
+        "toolcells_model_tokens_total", **labels
+    )
+    assert after - before == 11
