@@ -75,3 +75,27 @@ PAIRS: list[tuple[str, str]] = [
     ("My favourite food is sushi", "what cuisine do I enjoy most"),
     ("I play the guitar in a band", "am I a musician"),
 ]
+
+
+# Other languages (German, Spanish, French): what the English default does with them.
+# A user may write in any language; the figures say how far its recall reaches there.
+MULTILINGUAL_PAIRS: list[tuple[str, str]] = [
+    ("Ich trinke meinen Kaffee schwarz", "Welches Getränk mag ich?"),
+    ("Ich bin allergisch gegen Erdnüsse", "Welches Essen sollte ich meiden?"),
+    ("Meine Schwester Anna wohnt in Berlin", "Wo lebt meine Geschwister?"),
+    ("Ich gehe jeden Morgen vor der Arbeit joggen", "Welchen Sport mache ich?"),
+    ("Mein Hund ist ein Golden Retriever namens Max", "Was für ein Haustier habe ich?"),
+    ("Ich arbeite als Krankenpfleger im Stadtkrankenhaus", "Was ist mein Beruf?"),
+    ("Bebo el café sin azúcar", "¿Cómo tomo mi bebida caliente?"),
+    ("Soy alérgico a los mariscos", "¿Qué comida debo evitar?"),
+    ("Mi hermano vive en Madrid", "¿Dónde vive mi familiar?"),
+    ("Toco la guitarra los fines de semana", "¿Qué instrumento musical practico?"),
+    ("Mi gato se llama Luna", "¿Cómo se llama mi mascota?"),
+    ("Trabajo como profesora en una escuela", "¿A qué me dedico?"),
+    ("Je suis végétarien depuis dix ans", "Est-ce que je mange de la viande ?"),
+    ("Ma fille s'appelle Chloé", "Comment s'appelle mon enfant ?"),
+    ("J'habite à Lyon près du Rhône", "Dans quelle ville est-ce que je vis ?"),
+    ("Je fais du vélo pour aller au travail", "Comment est-ce que je me déplace ?"),
+    ("Mon anniversaire est le 3 juin", "Quand est-ce que je fête ma naissance ?"),
+    ("Je déteste les araignées", "De quel animal ai-je peur ?"),
+]
