@@ -16,16 +16,10 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from tests.support.generated_client import generated_client, module_of, served
+from tests.support.generated_client import generated, module_of, served  # noqa: F401
 from tests.support.sync_db import empty_tables, seed_user
 
 EMAIL, PASSWORD = "flows@example.com", "flows-password"
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with generated_client(tmp_path_factory.mktemp("flows_client")) as name:
-        yield name
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +73,10 @@ def _png() -> bytes:
     return out.getvalue()
 
 
-def test_a_photo_then_another_answer_an_edit_and_a_switch(generated: str, server_url: str) -> None:
+def test_a_photo_then_another_answer_an_edit_and_a_switch(
+    generated: str,  # noqa: F811
+    server_url: str,
+) -> None:
     phone = Phone(generated, server_url)
     models, types = phone.models, module_of(generated, "types")
     with phone.client:

@@ -8,16 +8,10 @@ from uuid import uuid4
 
 import pytest
 
-from tests.support.generated_client import generated_client, module_of, served
+from tests.support.generated_client import generated, module_of, served  # noqa: F401
 from tests.support.sync_db import empty_tables, seed_user
 
 EMAIL, PASSWORD = "client@example.com", "client-password"
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with generated_client(tmp_path_factory.mktemp("client")) as name:
-        yield name
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +27,7 @@ def server_url(database_url: str) -> Iterator[str]:
 _module = module_of
 
 
-def test_generated_client_drives_the_api(generated: str, server_url: str) -> None:
+def test_generated_client_drives_the_api(generated: str, server_url: str) -> None:  # noqa: F811
     client_mod = _module(generated, "client")
     models = _module(generated, "models")
     create_token = _module(generated, "api.auth.create_token")

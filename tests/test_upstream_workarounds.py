@@ -3,6 +3,8 @@ then drop the workaround and this test."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import sqlalchemy as sa
 from advanced_alchemy.types import JsonB
@@ -21,34 +23,30 @@ def test_advanced_alchemys_jsonb_still_breaks_on_this_sqlalchemy() -> None:
         sa.Table("workaround_probe", sa.MetaData(), sa.Column("data", JsonB))
 
 
+def _two_handlers_of_one_path() -> list[Any]:
+    @get("/thing", sync_to_thread=False)
+    def read() -> None:
+        return None
+
+    @patch("/thing", sync_to_thread=False)
+    def change() -> None:
+        return None
+
+    return [read, change]
+
+
 def test_litestars_options_answer_still_names_one_handlers_methods() -> None:
     """app/lib/allow_header.py writes OPTIONS' `Allow` itself: Litestar 2 names only the
     first handler's methods of a path served by several (litestar-org/litestar#4169). When
     this test fails, Litestar is fixed: drop the middleware (app/asgi.py) and its module."""
 
-    @get("/thing", sync_to_thread=False)
-    def read() -> None:
-        return None
-
-    @patch("/thing", sync_to_thread=False)
-    def change() -> None:
-        return None
-
-    with TestClient(Litestar(route_handlers=[read, change])) as client:
+    with TestClient(Litestar(route_handlers=_two_handlers_of_one_path())) as client:
         allow = set(client.options("/thing").headers["allow"].split(", "))
     assert allow != {"GET", "PATCH", "OPTIONS"}
 
 
 def test_the_workaround_names_every_method_of_the_path() -> None:
-    @get("/thing", sync_to_thread=False)
-    def read() -> None:
-        return None
-
-    @patch("/thing", sync_to_thread=False)
-    def change() -> None:
-        return None
-
-    app = Litestar(route_handlers=[read, change], middleware=[AllowHeaderMiddleware()])
+    app = Litestar(route_handlers=_two_handlers_of_one_path(), middleware=[AllowHeaderMiddleware()])
     with TestClient(app) as client:
         assert client.options("/thing").headers["allow"] == "GET, OPTIONS, PATCH"
         assert client.get("/thing").status_code == 200  # other methods pass untouched

@@ -75,3 +75,16 @@ def storage_settings(database_url: str, s3: tuple[str, Path], local: Path) -> di
         "s3_access_key_id": ACCESS_KEY,
         "s3_secret_access_key": SECRET_KEY,
     }
+
+
+@pytest.fixture(scope="module", name="settings_overrides")
+def seeing_model_storage(
+    tmp_path_factory: pytest.TempPathFactory,
+    database_url: str,
+    s3_server: tuple[str, Path],
+) -> dict[str, object]:
+    """An orchestrator module's settings (its `settings_overrides`): the dialect's storage
+    (storage_settings) and a fake model that reads images."""
+    local = tmp_path_factory.mktemp("attachments")
+    storage = storage_settings(database_url, s3_server, local)
+    return {**storage, "llm_vision_models": ("openai/fake-model",)}

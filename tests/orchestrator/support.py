@@ -54,6 +54,18 @@ class FrameRecorder:
             if isinstance(frame, MessageFrame) and frame.message.tool_activity is not None
         ]
 
+    def cell_ends(self, thread_id: str) -> dict[str, list[tuple[str, str | None]]]:
+        """Per tool of the thread: each frame that showed its cell ended (status,
+        error_type): exactly one per cell is the promise (a frame is a committed write)."""
+        ends: dict[str, list[tuple[str, str | None]]] = {}
+        for _, frame in self.frames:
+            if not isinstance(frame, MessageFrame) or str(frame.message.thread_id) != thread_id:
+                continue
+            activity = frame.message.tool_activity
+            if activity is not None and activity.status in ("success", "failure"):
+                ends.setdefault(activity.name, []).append((activity.status, activity.error_type))
+        return ends
+
     async def wait_for(self, predicate: Callable[[Frame], bool], timeout: float = 10) -> Frame:  # noqa: ASYNC109
         async with asyncio.timeout(timeout):
             seen = 0

@@ -6,27 +6,14 @@ import base64
 from pathlib import Path
 from uuid import uuid4
 
-import pytest
-
 from app.orchestrator.door.images import image_reference
 from app.orchestrator.door.llm import fit_to_context
-from tests.attachments.s3_server import s3_server, storage_settings  # noqa: F401
+from tests.attachments.s3_server import s3_server, seeing_model_storage  # noqa: F401
 from tests.attachments.support import GPS_IFD, opened, pdf, photo, upload
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Text
 
 BOTH_DOORS = True  # our OpenAI-wire client and litellm both carry the image
-
-
-@pytest.fixture(scope="module")
-def settings_overrides(
-    tmp_path_factory: pytest.TempPathFactory,
-    database_url: str,
-    s3_server: tuple[str, Path],  # noqa: F811
-) -> dict:
-    local = tmp_path_factory.mktemp("attachments")
-    storage = storage_settings(database_url, s3_server, local)
-    return {**storage, "llm_vision_models": ("openai/fake-model",)}
 
 
 async def _send(api: OrchestratorApi, content: str, data: bytes, filename: str, **kw) -> dict:

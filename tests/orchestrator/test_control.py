@@ -12,7 +12,6 @@ import pytest
 from sqlalchemy import update
 
 from app.db.models import Run
-from app.realtime.events import MessageFrame
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
 
@@ -191,20 +190,6 @@ async def test_a_cancel_asked_by_another_process_is_noticed(api: OrchestratorApi
     assert activity["error_type"] == "cancelled"
 
 
-def _terminal_writes(api: OrchestratorApi, thread_id: str) -> dict[str, list[tuple]]:
-    """Per tool call: each write that showed its cell ended (status, error_type, error)."""
-    writes: dict[str, list[tuple]] = {}
-    for _, frame in api.frames.frames:
-        if not isinstance(frame, MessageFrame) or str(frame.message.thread_id) != thread_id:
-            continue
-        activity = frame.message.tool_activity
-        if activity is not None and activity.status in ("success", "failure"):
-            writes.setdefault(activity.id, []).append(
-                (activity.status, activity.error_type, activity.error)
-            )
-    return writes
-
-
 async def test_cancel_while_a_call_waits_ends_each_cell_once_and_shows_no_crash(
     api: OrchestratorApi, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -230,7 +215,7 @@ async def test_cancel_while_a_call_waits_ends_each_cell_once_and_shows_no_crash(
         run = await api.wait_run(thread_id, run_id, timeout=5)
         await api.drain()
     assert run["status"] == "cancelled"
-    writes = _terminal_writes(api, thread_id)
+    writes = api.frames.cell_ends(thread_id)
     assert sorted(len(ends) for ends in writes.values()) == [1, 1], writes
-    assert {ends[0][:2] for ends in writes.values()} == {("failure", "cancelled")}, writes
+    assert {ends[0] for ends in writes.values()} == {("failure", "cancelled")}, writes
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

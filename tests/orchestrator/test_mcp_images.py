@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from app.tools.mcp.demo_server import RunningServer
-from tests.attachments.s3_server import s3_server, storage_settings  # noqa: F401
+from tests.attachments.s3_server import s3_server, seeing_model_storage  # noqa: F401
 from tests.attachments.support import opened
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
@@ -34,17 +34,6 @@ def agent_types_file(tmp_path_factory: pytest.TempPathFactory, mcp_server: Runni
     data["agent_types"]["tester"]["mcp_servers"] = ["t"]
     path.write_text(yaml.safe_dump(data))
     return path
-
-
-@pytest.fixture(scope="module")
-def settings_overrides(
-    tmp_path_factory: pytest.TempPathFactory,
-    database_url: str,
-    s3_server: tuple[str, Path],  # noqa: F811
-) -> dict:
-    local = tmp_path_factory.mktemp("attachments")
-    storage = storage_settings(database_url, s3_server, local)
-    return {**storage, "llm_vision_models": ("openai/fake-model",)}
 
 
 async def test_an_image_result_becomes_an_attachment_shown_in_the_cell(

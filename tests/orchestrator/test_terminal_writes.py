@@ -18,7 +18,6 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.db import clock
 from app.db.models import Run
 from app.orchestrator.scheduling import reaper
-from app.realtime.events import MessageFrame
 from app.threads import activity as cell
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
@@ -46,19 +45,7 @@ def settings_overrides() -> dict:
     }
 
 
-Ending = tuple[str, str | None]  # the cell's (status, error_type)
-
-
-def _ends(api: OrchestratorApi, thread_id: str) -> dict[str, list[Ending]]:
-    """Per tool call of the thread, every frame that showed its cell ended."""
-    ends: dict[str, list[Ending]] = {}
-    for _, frame in api.frames.frames:
-        if not isinstance(frame, MessageFrame) or str(frame.message.thread_id) != thread_id:
-            continue
-        activity = frame.message.tool_activity
-        if activity is not None and activity.status in ("success", "failure"):
-            ends.setdefault(activity.name, []).append((activity.status, activity.error_type))
-    return ends
+Ending = tuple[str, str | None]  # a cell's (status, error_type)
 
 
 async def _started(api: OrchestratorApi, call: Call, agent_type: str | None = None) -> tuple:
@@ -185,7 +172,7 @@ async def test_every_ending_is_one_write(
     run = await api.wait_run(thread_id, run_id, timeout=APPROVAL_SECONDS + 10)
     await api.drain()
     assert run["status"] == run_end, run
-    assert _ends(api, thread_id) == {name: [end] for name, end in endings.items()}
+    assert api.frames.cell_ends(thread_id) == {name: [end] for name, end in endings.items()}
     # What a fresh read shows agrees with the one write each cell got.
     stored = {m["tool_activity"]["name"]: m for m in await api.tool_messages(thread_id)}
     for name, (status, error_type) in endings.items():

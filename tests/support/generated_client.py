@@ -19,11 +19,20 @@ from pathlib import Path
 from types import ModuleType
 from uuid import uuid4
 
+import pytest
+
 from app.openapi_export import OPENAPI_FILE
 from app.settings import PROJECT_ROOT
 
 STARTUP_TIMEOUT = 60
 UVICORN = [sys.executable, "-m", "uvicorn", "app:create_app", "--factory"]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The generated package's import name, for a test module's tests."""
+    with generated_client(tmp_path_factory.mktemp("client")) as name:
+        yield name
 
 
 @contextmanager
