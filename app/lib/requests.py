@@ -25,14 +25,11 @@ class ApiRequest(Request[Any, Any, Any]):
     """
 
     async def json(self) -> Any:
-        media = (self.headers.get("content-type") or "").split(";")[0].strip().lower()
-        if media and media != "application/json" and not media.endswith("+json"):
-            # A form or plain text is not a malformed JSON body but the wrong kind of one.
-            raise HTTPException(
-                status_code=415, detail="Send the body as JSON (Content-Type: application/json)."
-            )
         try:
             value = await super().json()
+        except (SerializationException, msgspec.DecodeError):
+            self.check_media_type()  # a form or text is the wrong kind of body, not bad JSON
+            raise
         except UnicodeDecodeError as exc:
             raise SerializationException("The request body is not valid UTF-8.") from exc
         except RecursionError as exc:
