@@ -12,12 +12,10 @@ import anyio
 import click
 from advanced_alchemy.extensions.litestar import SQLAlchemyPlugin
 from litestar import Litestar
-from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from app.db.models import memory_vectors
 from app.lib.cli import app_group, with_app
-from app.memories import embedding
+from app.memories import embedding, vectors
 from app.memories.keeper import embed_pending
 
 memories_group = app_group("memories", "Memories' vectors for recall by meaning.")
@@ -44,9 +42,7 @@ async def _embed(app: Litestar, forget_other_models: bool) -> str:
         forgotten = 0
         if forget_other_models:
             async with sessions() as session, session.begin():
-                other = memory_vectors.c.model != embedder.model
-                result = await session.execute(delete(memory_vectors).where(other))
-                forgotten = int(result.rowcount or 0)  # type: ignore[attr-defined]
+                forgotten = await vectors.forget_other_models(session, embedder.model)
     finally:
         await engine.dispose()
     line = f"{stored} memories embedded with {embedder.model}"

@@ -42,11 +42,12 @@ async def embed_pending(
         if not pending:
             return stored
         made = embedding.normalized(await embedder.embed([text for _, _, text, _ in pending]))
+        batch = [
+            (memory_id, owner_id, updated_at, vectors.pack(vector))
+            for (memory_id, owner_id, _, updated_at), vector in zip(pending, made, strict=True)
+        ]
         async with sessions() as session, session.begin():
-            for (memory_id, owner_id, _, updated_at), vector in zip(pending, made, strict=True):
-                stored += await vectors.store_vector(
-                    session, memory_id, owner_id, embedder.model, updated_at, vectors.pack(vector)
-                )
+            stored += await vectors.store_vectors(session, embedder.model, batch)
         after = pending[-1][0]
 
 

@@ -76,19 +76,15 @@ async def _similarities(
     embedder = embedding.current()
     if embedder is None:
         return None
-    seen = await vector_cache.fingerprint(session, owner_id, embedder.model)
-    if not seen[0]:  # nothing embedded (no memories yet): spare the query's embedding
+    ids, matrix = await vector_cache.cache.user_matrix(session, owner_id, embedder.model)
+    if not ids:  # nothing embedded (no memories yet): spare the query's embedding
         return {}
     try:
         query_vector = await _query_vector(embedder, query)
     except Exception:  # a provider down: recall by words rather than not at all
         logger.warning("embedding a recall query failed; recalling by words", exc_info=True)
         return None
-    dimensions = query_vector.shape[0]
-    ids, matrix = await vector_cache.cache.user_matrix(
-        session, owner_id, embedder.model, dimensions, seen
-    )
-    if matrix.shape[1] != dimensions:
+    if matrix.shape[1] != query_vector.shape[0]:
         return {}
     return dict(zip(ids, await asyncio.to_thread(_close_enough, query_vector, matrix), strict=True))
 

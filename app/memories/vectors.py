@@ -5,22 +5,30 @@ present `updated_at`; the keeper (app/memories/keeper.py) finds the memories lac
 (new, edited, a failed embedding, another model) and stores theirs. A store is
 conditional on the memory being unchanged since it was read, so an edit made while its
 old text was being embedded is never covered by the old vector.
+
+Every change to a user's vectors bumps the user's row of `memory_vector_versions` in the
+same transaction (`bump_versions`): a stored vector, a deleted memory (its vectors go by
+cascade), all of them deleted, another model's vectors forgotten. The per-process cache
+(app/memories/vector_cache.py) compares that one row, whichever process made the change.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import and_, exists, literal, select
+from sqlalchemy import Table, and_, delete, exists, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Memory, memory_vectors
+from app.db.models import Memory, memory_vector_versions, memory_vectors
+from app.lib.time import utcnow
 from app.memories.embedding import Vectors
 
 v = memory_vectors.c
+versions = memory_vector_versions.c
 
 
 def pack(vector: Vectors) -> bytes:
@@ -77,7 +85,24 @@ def embedding_text(key: str | None, content: str) -> str:
     return f"{key}: {content}" if key else content
 
 
-async def store_vector(
+Made = tuple[UUID, UUID, datetime, bytes]  # memory id, owner, its updated_at read, vector
+
+
+async def store_vectors(session: AsyncSession, model: str, made: list[Made]) -> int:
+    """Store each memory's vector (`_store_vector`), then bump the owners whose vectors
+    changed; how many were stored. Versions are locked last, in owner order, so two
+    keepers storing overlapping batches cannot deadlock on them."""
+    owners: set[UUID] = set()
+    stored = 0
+    for memory_id, owner_id, seen_updated_at, vector in made:
+        if await _store_vector(session, memory_id, owner_id, model, seen_updated_at, vector):
+            owners.add(owner_id)
+            stored += 1
+    await bump_versions(session, owners)
+    return stored
+
+
+async def _store_vector(
     session: AsyncSession, memory_id: UUID, owner_id: UUID, model: str,
     seen_updated_at: datetime, vector: bytes,
 ) -> bool:  # fmt: skip
@@ -87,9 +112,7 @@ async def store_vector(
         literal(memory_id, Memory.id.type), literal(owner_id, Memory.owner_id.type),
         literal(model), Memory.updated_at, literal(vector, v.vector.type),
     ).where(and_(Memory.id == memory_id, Memory.updated_at == seen_updated_at))  # fmt: skip
-    dialect = session.bind.dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = insert(memory_vectors).from_select(
+    statement = _insert(session, memory_vectors).from_select(
         ["memory_id", "owner_id", "model", "memory_updated_at", "vector"], unchanged
     )
     statement = statement.on_conflict_do_update(
@@ -101,3 +124,41 @@ async def store_vector(
     )
     result = await session.execute(statement)
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def _insert(session: AsyncSession, table: Table) -> postgresql.Insert | sqlite.Insert:
+    """The dialect's INSERT, which has ON CONFLICT on both."""
+    if session.bind.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+async def bump_versions(session: AsyncSession, owner_ids: Iterable[UUID]) -> None:
+    """A new version of each user's vectors, visible with the caller's commit (in owner
+    order: the row locks of concurrent bumps are taken in one order)."""
+    for owner_id in sorted(set(owner_ids)):
+        statement = _insert(session, memory_vector_versions).values(
+            owner_id=owner_id, version=1, updated_at=utcnow()
+        )
+        statement = statement.on_conflict_do_update(
+            index_elements=[versions.owner_id],
+            set_={
+                "version": memory_vector_versions.c.version + 1,
+                "updated_at": statement.excluded.updated_at,
+            },
+        )
+        await session.execute(statement)
+
+
+async def version(session: AsyncSession, owner_id: UUID) -> int:
+    """The version of the user's vectors (one row by its key); 0: never bumped."""
+    query = select(versions.version).where(versions.owner_id == owner_id)
+    return int(await session.scalar(query) or 0)
+
+
+async def forget_other_models(session: AsyncSession, model: str) -> int:
+    """Delete every vector not of `model`, bumping their owners; how many went."""
+    statement = delete(memory_vectors).where(v.model != model).returning(v.owner_id)
+    owners = list(await session.scalars(statement))
+    await bump_versions(session, owners)
+    return len(owners)

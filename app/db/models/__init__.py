@@ -6,7 +6,7 @@ from app.db.models.attachment import Attachment
 from app.db.models.device import Device
 from app.db.models.mcp_connection import McpConnection, McpOAuthState
 from app.db.models.memory import Memory
-from app.db.models.memory_vector import memory_vectors
+from app.db.models.memory_vector import memory_vector_versions, memory_vectors
 from app.db.models.push import (
     LiveActivity,
     LiveActivityStartToken,
@@ -41,6 +41,7 @@ __all__ = (
     "Thread",
     "ThreadMessage",
     "User",
+    "memory_vector_versions",
     "memory_vectors",
     "push_presence",
     "runner_heartbeats",

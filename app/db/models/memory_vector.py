@@ -7,11 +7,16 @@ while the old ones still serve); `memory_updated_at` is the memory's `updated_at
 made from, so an edited memory's vector is known stale without any write at edit time
 (app/memories/vectors.py). The vector is float32, little-endian, as bytes: scanned per
 user with numpy on both dialects (docs/memory.md says why not pgvector).
+
+`memory_vector_versions` is one row per user, bumped in the transaction of every change
+to the user's vectors (app/memories/vectors.py): the per-process cache of a user's
+vectors (app/memories/vector_cache.py) reads that one row to know whether it is still
+good, rather than an aggregate over the rows that hold the blobs. No row: version 0.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Column, ForeignKey, Index, LargeBinary, String, Table
+from sqlalchemy import BigInteger, Column, ForeignKey, Index, LargeBinary, String, Table
 
 from app.db.base import GUID, DateTimeUTC, metadata
 
@@ -29,4 +34,12 @@ memory_vectors = Table(
     Column("memory_updated_at", DateTimeUTC(timezone=True), nullable=False),
     Column("vector", LargeBinary(), nullable=False),
     Index("ix_memory_vectors_owner_model", "owner_id", "model"),
+)
+
+memory_vector_versions = Table(
+    "memory_vector_versions",
+    metadata,
+    Column("owner_id", GUID(), ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+    Column("version", BigInteger(), nullable=False),
+    Column("updated_at", DateTimeUTC(timezone=True), nullable=False),
 )
