@@ -71,9 +71,14 @@ async def test_a_kept_recall_checks_its_vectors_with_one_row_read(
     await embed_all(session_factory)
     assert await _top(client, alice, BEVERAGE) == "I drink my coffee black"  # now kept
     engine = session_factory.kw["bind"]
-    with driver_statements(engine) as seen:
-        assert await _top(client, alice, BEVERAGE) == "I drink my coffee black"
-    about_vectors = [s for s in seen if "memory_vector" in s]
+    # The app's own keeper, woken by the saves, may store (and bump) once more meanwhile:
+    # that read is not a kept one, so a few recalls are looked at for a kept one.
+    for _ in range(5):
+        with driver_statements(engine) as seen:
+            assert await _top(client, alice, BEVERAGE) == "I drink my coffee black"
+        about_vectors = [s for s in seen if "memory_vector" in s]
+        if len(about_vectors) == 1:
+            break
     assert len(about_vectors) == 1, about_vectors
     (check,) = about_vectors
     assert check.startswith("SELECT") and "FROM memory_vector_versions" in check
