@@ -8,7 +8,8 @@ Order of work (DESIGN.md, "the database is the truth"):
    leaf), every message with seq > after_seq up to it (ascending; none to read when
    after_seq is last_seq) and its latest run; replay the messages, then a `branch` frame
    when some seq replayed is no row's (a leaf move: app/threads/writer.py, move_leaf);
-3. send `subscribed` (last_seq = the highest seq delivered), then the thread's latest run;
+3. send `subscribed` (last_seq: the thread's, as read: every seq up to it delivered), then
+   the thread's latest run;
 4. forward live events, dropping any seq already sent; a gap (or a by-reference message)
    is back-filled from the database while later events wait in a buffer;
 5. a `g` event (events may have been lost while Redis was unreachable) back-fills
