@@ -23,6 +23,7 @@ CLIENT_FRAMES: list[type[events.Frame]] = [
 ]
 SERVER_FRAMES: list[type[events.Frame]] = [
     events.MessageFrame,
+    events.BranchFrame,
     events.SubscribedFrame,
     events.DeltaFrame,
     events.ToolOutputFrame,
@@ -44,9 +45,15 @@ message change after it, at least once, in ascending `seq` per thread. Applying
 state equal `GET /api/threads/{thread_id}/messages`, across reconnects, server restarts
 and several server processes.
 
+Branches: a `branch` frame (also with a `seq`) says which branch the thread shows from
+then on (`current_leaf_id`) after an edit, a regenerate, a switch or a delete, and names
+the messages a delete removed. Show the branch ending at the latest `current_leaf_id`
+(walk `parent_id` up); a new message written below it becomes the leaf.
+
 On `subscribe` the server replays every message with `seq > after_seq` from the
-database, sends `subscribed` with `last_seq`, then the thread's latest run (`run`), then
-live frames. A cursor ahead of the thread gets `reset`: refetch, then subscribe again.
+database (then a `branch` frame with the thread's `current_leaf_id` when the leaf may
+have moved meanwhile), sends `subscribed` with `last_seq`, then the thread's latest run
+(`run`), then live frames. A cursor ahead of the thread gets `reset`: refetch, then subscribe again.
 
 Close codes: 4401 missing, invalid, expired or revoked token (the socket is accepted,
 then closed; an open socket is closed likewise within seconds of its token being revoked

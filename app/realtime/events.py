@@ -26,6 +26,24 @@ class MessageFrame(Frame, tag="message"):
     message: ThreadMessageRead
 
 
+class BranchFrame(Frame, tag="branch"):
+    """The thread shows another branch from `seq` on: the one ending at `current_leaf_id`
+    (null: no message left). Sent when an edit, a regenerate, a switch or a delete moves
+    the leaf, here or on another device; a new message written below the leaf moves it
+    without one (it becomes the leaf).
+
+    `deleted_message_ids`: messages a delete removed with this change (drop them). A
+    replay ends with one of these whenever the leaf may have moved after the cursor: it
+    names no ids (what was deleted is on no branch a leaf reaches), and its `seq`, the
+    thread's last, may equal that of the `message` frame before it.
+    """
+
+    thread_id: UUID
+    seq: int
+    current_leaf_id: UUID | None
+    deleted_message_ids: list[UUID]
+
+
 class DeltaFrame(Frame, tag="delta"):
     """Assistant text as it streams; ephemeral (never replayed)."""
 
@@ -141,9 +159,12 @@ class ErrorFrame(Frame, tag="error"):
     thread_id: UUID | None = None
 
 
-ThreadFrame = MessageFrame | DeltaFrame | ToolOutputFrame | ToolArgumentsFrame | RunFrame
+ThreadFrame = (
+    MessageFrame | BranchFrame | DeltaFrame | ToolOutputFrame | ToolArgumentsFrame | RunFrame
+)
 ServerFrame = (
     MessageFrame
+    | BranchFrame
     | SubscribedFrame
     | DeltaFrame
     | ToolOutputFrame

@@ -13,6 +13,7 @@ from uuid import UUID
 from app.memories import changes as memory_changes
 from app.memories.schemas import MemoryRead
 from app.realtime.events import (
+    BranchFrame,
     DeltaFrame,
     Frame,
     MemoryFrame,
@@ -34,6 +35,14 @@ class FrameSink(changes.ChangeSink):
     def message_changed(self, message: ThreadMessageRead) -> None:
         frame = MessageFrame(thread_id=message.thread_id, seq=message.seq, message=message)
         self.deliver(message.thread_id, frame)
+
+    def branch_moved(
+        self, thread_id: UUID, seq: int, leaf_id: UUID | None, deleted_ids: list[UUID]
+    ) -> None:
+        frame = BranchFrame(
+            thread_id=thread_id, seq=seq, current_leaf_id=leaf_id, deleted_message_ids=deleted_ids
+        )
+        self.deliver(thread_id, frame)
 
     def run_changed(self, run: RunRead) -> None:
         self.deliver(run.thread_id, RunFrame(thread_id=run.thread_id, run=run))

@@ -20,13 +20,24 @@ from app.threads import repository
 
 
 @dataclass(frozen=True, slots=True)
-class CatchUp:
-    """What a new subscription reads: the thread's last_seq, the first page of messages
-    changed after the client's cursor, and the thread's latest run."""
+class Changes:
+    """Messages changed after a cursor up to `last_seq` (read first, so every change up
+    to it is committed; a row rewritten after it comes later), ascending seq, and the
+    thread's leaf as of `last_seq`. `complete`: nothing up to `last_seq` is left to read
+    (else the page was full)."""
 
     last_seq: int
+    leaf_id: UUID | None
     messages: list[ThreadMessage]
-    run: Run | None
+    complete: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CatchUp(Changes):
+    """What a new subscription reads: the first page of changes, and the thread's
+    latest run."""
+
+    run: Run | None = None
 
 
 class RealtimeStore:
@@ -41,33 +52,47 @@ class RealtimeStore:
     async def catch_up(
         self, thread_id: UUID, user_id: UUID, after_seq: int, limit: int
     ) -> CatchUp | None:
-        """One transaction for a subscription's start; None for an unknown thread or
+        """One short session for a subscription's start; None for an unknown thread or
         another user's. Read after the channel listens, `last_seq` bounds what the replay
         must cover: a cursor at it needs no message read, a thread with no message yet
         has no run either (a run starts with its message)."""
         async with self._session_maker() as session:
             params = {"thread_id": thread_id, "owner_id": user_id}
-            found = await direct.scalar(session, repository.OWNED_LAST_SEQ, params)
-            if found is None:
+            rows = (await direct.execute(session, repository.OWNED_LAST_SEQ_AND_LEAF, params)).rows
+            if not rows:
                 return None
-            last_seq = int(found)
+            last_seq, leaf_id = int(rows[0][0]), rows[0][1]
             if last_seq == 0:
-                return CatchUp(0, [], None)
-            messages: list[ThreadMessage] = []
-            if after_seq < last_seq:
-                changed = repository.thread_messages_changed_after(thread_id, after_seq)
-                messages = list(await session.scalars(changed.limit(limit)))
+                return CatchUp(0, None, [])
+            found = await self._read(session, thread_id, after_seq, limit, last_seq, leaf_id)
             run = await session.scalar(repository.latest_run(thread_id))
-            return CatchUp(last_seq, messages, run)
+            return CatchUp(last_seq, leaf_id, found.messages, found.complete, run)
 
-    async def changes_after(
-        self, thread_id: UUID, after_seq: int, limit: int
-    ) -> list[ThreadMessage]:
-        """Messages changed after `after_seq`, ascending seq (each at its latest version)."""
+    async def changes_after(self, thread_id: UUID, after_seq: int, limit: int) -> Changes:
+        """A page of the changes after `after_seq`: each message at its latest version."""
         async with self._session_maker() as session:
-            statement = repository.thread_messages_changed_after(thread_id, after_seq)
-            rows = await session.scalars(statement.limit(limit))
-            return list(rows)
+            params = {"thread_id": thread_id}
+            rows = (await direct.execute(session, repository.LAST_SEQ_AND_LEAF, params)).rows
+            if not rows:  # the thread was deleted: its subscribers are told otherwise
+                return Changes(after_seq, None, [])
+            last_seq, leaf_id = int(rows[0][0]), rows[0][1]
+            return await self._read(session, thread_id, after_seq, limit, last_seq, leaf_id)
+
+    @staticmethod
+    async def _read(
+        session: AsyncSession,
+        thread_id: UUID,
+        after_seq: int,
+        limit: int,
+        last_seq: int,
+        leaf_id: UUID | None,
+    ) -> Changes:
+        if after_seq >= last_seq:
+            return Changes(last_seq, leaf_id, [])
+        statement = repository.thread_messages_changed_after(thread_id, after_seq)
+        rows = list(await session.scalars(statement.limit(limit)))
+        messages = [row for row in rows if row.seq <= last_seq]
+        return Changes(last_seq, leaf_id, messages, len(messages) < len(rows) or len(rows) < limit)
 
     async def latest_run(self, thread_id: UUID) -> Run | None:
         async with self._session_maker() as session:

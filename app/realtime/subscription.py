@@ -4,10 +4,12 @@ Order of work (DESIGN.md, "the database is the truth"):
 1. subscribe to the thread's channel, and wait until a probe published to it comes back,
    so the pub/sub backend (Redis acknowledges SUBSCRIBE asynchronously) is listening;
    events before the probe are dropped: they were committed before step 2 reads;
-2. in one short transaction, check the thread is the user's and read its last_seq, every
-   message with seq > after_seq (ascending; none to read when after_seq is last_seq) and
-   its latest run; replay the messages;
-3. send `subscribed` (last_seq = the highest seq delivered), then the thread's latest run;
+2. in one short session, check the thread is the user's and read its last_seq (and
+   leaf), every message with seq > after_seq up to it (ascending; none to read when
+   after_seq is last_seq) and its latest run; replay the messages, then a `branch` frame
+   when some seq replayed is no row's (a leaf move: app/threads/writer.py, move_leaf);
+3. send `subscribed` (last_seq: the thread's, as read: every seq up to it delivered), then
+   the thread's latest run;
 4. forward live events, dropping any seq already sent; a gap (or a by-reference message)
    is back-filled from the database while later events wait in a buffer;
 5. a `g` event (events may have been lost while Redis was unreachable) back-fills
@@ -37,6 +39,7 @@ from app.db.models import Run, ThreadMessage
 from app.observability import metrics
 from app.push import presence
 from app.realtime.events import (
+    BranchFrame,
     ErrorFrame,
     Frame,
     MessageFrame,
@@ -44,7 +47,7 @@ from app.realtime.events import (
     RunFrame,
     SubscribedFrame,
 )
-from app.realtime.store import CatchUp, RealtimeStore
+from app.realtime.store import CatchUp, Changes, RealtimeStore
 from app.realtime.wire import RUN_STATUS_RANK, ChannelEvent, decode_event, encode_probe
 from app.threads.serializers import message_read, run_read
 
@@ -144,9 +147,7 @@ class ThreadSubscription:
                 self.socket.forget(self)
                 await self._send_frame(self._refusal(view))
                 return
-            await self._send_messages(view.messages)
-            if len(view.messages) == PAGE_SIZE:
-                await self._backfill()
+            await self._replay(view)
             # Watching from here on: pushes for this thread are held back (app/push).
             presence.enter(source.user_id, self.thread_id)
             self._present = True
@@ -209,10 +210,10 @@ class ThreadSubscription:
             self.socket.abort()
 
     def _handle(self, event: ChannelEvent) -> None:
-        if event.kind in ("m", "r"):
+        if event.kind in ("m", "b", "r"):
             if event.seq <= self.sent_seq:
                 return  # already delivered (replay, back-fill, or a duplicate publish)
-            if event.kind == "m" and event.seq == self.sent_seq + 1:
+            if event.kind in ("m", "b") and event.seq == self.sent_seq + 1:
                 self.sent_seq = event.seq
                 self.socket.push_live(event.body.decode())
                 return
@@ -245,7 +246,7 @@ class ThreadSubscription:
     async def _backfill_then_go_live(self, with_run: bool = False) -> None:
         metrics.backfill("reconnect" if with_run else "gap")
         try:
-            await self._backfill()
+            await self._replay(await self._changes())
             if with_run:  # a run's change may have been lost too
                 await self._send_latest_run()
             self._go_live()
@@ -255,13 +256,29 @@ class ThreadSubscription:
             logger.exception("back-fill of thread %s failed", self.thread_id)
             self.socket.abort()
 
-    async def _backfill(self) -> None:
-        """Send every change after `sent_seq` from the database, page by page."""
+    async def _changes(self) -> Changes:
+        return await self.source.store.changes_after(self.thread_id, self.sent_seq, PAGE_SIZE)
+
+    async def _replay(self, changes: Changes) -> None:
+        """Send every change after `sent_seq` from the database, page by page, then the
+        leaf as of the last page's `last_seq` if a seq up to it is held by no row sent:
+        a leaf move (its own seq, no row), or a row rewritten since (harmless)."""
+        start, sent = self.sent_seq, 0
         while True:
-            rows = await self.source.store.changes_after(self.thread_id, self.sent_seq, PAGE_SIZE)
-            await self._send_messages(rows)
-            if len(rows) < PAGE_SIZE:
-                return
+            await self._send_messages(changes.messages)
+            sent += len(changes.messages)
+            if changes.complete:
+                break
+            changes = await self._changes()
+        if sent < changes.last_seq - start:
+            frame = BranchFrame(
+                thread_id=self.thread_id,
+                seq=changes.last_seq,
+                current_leaf_id=changes.leaf_id,
+                deleted_message_ids=[],
+            )
+            await self._send_frame(frame)
+        self.sent_seq = max(self.sent_seq, changes.last_seq)
 
     async def _send_messages(self, rows: list[ThreadMessage]) -> None:
         for row in rows:

@@ -6,7 +6,8 @@ big for a pub/sub payload travels as a reference (`r<seq>`): the forwarder then 
 the row from the database, which it does for any gap anyway.
 
     m<seq>\\n<message frame json>     a message create/update
-    r<seq>\\n                         the same, too big to carry: read it from the database
+    b<seq>\\n<branch frame json>      the thread's leaf moved (a switch, an edit, a delete…)
+    r<seq>\\n                         either, too big to carry: read it from the database
     R<run_id>:<status>\\n<run json>   a run status change
     d\\n<frame json>                  an ephemeral frame (delta, tool_output, tool_arguments;
                                      on a user's channel: memory)
@@ -25,7 +26,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from app.realtime.events import Frame, MemoryFrame, MessageFrame, RunFrame
+from app.realtime.events import BranchFrame, Frame, MemoryFrame, MessageFrame, RunFrame
 
 # Small payloads: PostgreSQL NOTIFY caps them under 8 KB, and Redis fans every byte out.
 MAX_INLINE_BYTES = 6000
@@ -47,10 +48,10 @@ def encode_frame(frame: Frame) -> bytes:
     if isinstance(frame, MemoryFrame) and len(body) > MAX_INLINE_BYTES:
         # A long memory travels by id: the client reads it with GetMemory.
         body = _encode(MemoryFrame(change=frame.change, memory_id=frame.memory_id))
-    if isinstance(frame, MessageFrame):
-        if len(body) > MAX_INLINE_BYTES:
+    if isinstance(frame, MessageFrame | BranchFrame):
+        if len(body) > MAX_INLINE_BYTES:  # a branch frame: the replay's, naming no ids
             return b"r%d\n" % frame.seq
-        return b"m%d\n" % frame.seq + body
+        return (b"m%d\n" if isinstance(frame, MessageFrame) else b"b%d\n") % frame.seq + body
     if isinstance(frame, RunFrame):
         return f"R{frame.run.id}:{frame.run.status}\n".encode() + body
     return b"d\n" + body
@@ -74,6 +75,6 @@ def encode_probe(token: str) -> bytes:
 def decode_event(payload: bytes) -> ChannelEvent:
     head, _, body = payload.partition(b"\n")
     kind, rest = chr(head[0]) if head else "?", head[1:].decode()
-    if kind in ("m", "r"):
+    if kind in ("m", "r", "b"):
         return ChannelEvent(kind, int(rest), "", body)
     return ChannelEvent(kind, 0, rest, body)

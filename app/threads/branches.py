@@ -180,7 +180,7 @@ async def _answer(
     if busy:
         options["switch_to"] = str(question.id)
     else:
-        await move_leaf(session, thread.id, question)
+        await move_leaf(session, thread.id, question.id)
     return await queue_run(
         session,
         thread,
@@ -203,7 +203,7 @@ async def follow_branch(
     params = {"thread_id": thread_id, "message_id": UUID(message_id)}
     rows = (await direct.execute(session, _MESSAGE, params)).mappings()
     if rows:
-        await move_leaf(session, thread_id, stored_message(rows[0]))
+        await move_leaf(session, thread_id, rows[0]["id"])
 
 
 async def _refuse_while_running(session: AsyncSession, thread: Thread) -> None:
@@ -219,8 +219,7 @@ async def switch_branch(session: AsyncSession, thread: Thread, message_id: UUID)
     await lock_thread(session, thread.id)
     await _stored(session, thread.id, message_id)
     await _refuse_while_running(session, thread)
-    leaf = await _newest_below(session, thread.id, message_id)
-    await move_leaf(session, thread.id, await _stored(session, thread.id, leaf))
+    await move_leaf(session, thread.id, await _newest_below(session, thread.id, message_id))
 
 
 async def delete_branch(session: AsyncSession, thread: Thread, message_id: UUID) -> None:
@@ -239,11 +238,6 @@ async def delete_branch(session: AsyncSession, thread: Thread, message_id: UUID)
         await record_versions(session, versions[0])
     if leaf_id in doomed:
         rest = versions[-1].id if versions else message.parent_id
-        new_leaf = None if rest is None else await _newest_below(session, thread.id, rest)
-        await move_leaf(
-            session,
-            thread.id,
-            None if new_leaf is None else await _stored(session, thread.id, new_leaf),
-        )
-    else:
-        await move_leaf(session, thread.id, await _stored(session, thread.id, leaf_id))
+        leaf_id = None if rest is None else await _newest_below(session, thread.id, rest)
+    # Moved even when it stays: the move's frame tells every device what was deleted.
+    await move_leaf(session, thread.id, leaf_id, doomed)

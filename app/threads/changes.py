@@ -41,6 +41,12 @@ class ChangeSink:
     def run_changed(self, run: RunRead) -> None:
         """A run's status changed."""
 
+    def branch_moved(
+        self, thread_id: UUID, seq: int, leaf_id: UUID | None, deleted_ids: list[UUID]
+    ) -> None:
+        """The thread shows the branch ending at `leaf_id` from `seq` on (`deleted_ids`:
+        messages deleted with the move)."""
+
     def run_queued(self, run_id: UUID) -> None:
         """A new run waits to be claimed."""
 
@@ -106,6 +112,16 @@ def message_changed(session: AsyncSession, message: ThreadMessage | StoredMessag
     if _hooks:
         _hooks.emit("message_changed", session, message)
     on_commit(session, partial(_sinks.emit, "message_changed", message_read(message)))
+
+
+def branch_moved(
+    session: AsyncSession,
+    thread_id: UUID,
+    seq: int,
+    leaf_id: UUID | None,
+    deleted_ids: list[UUID],
+) -> None:
+    on_commit(session, partial(_sinks.emit, "branch_moved", thread_id, seq, leaf_id, deleted_ids))
 
 
 def run_changed(session: AsyncSession, run: Run | StoredRun) -> None:

@@ -32,6 +32,11 @@ _threads = Thread.__table__
 OWNED_LAST_SEQ = select(_threads.c.last_seq).where(
     _threads.c.id == bindparam("thread_id"), _threads.c.owner_id == bindparam("owner_id")
 )
+# A replay's bound: the thread's last seq and the leaf as of it (one snapshot).
+OWNED_LAST_SEQ_AND_LEAF = OWNED_LAST_SEQ.add_columns(_threads.c.current_leaf_id)
+LAST_SEQ_AND_LEAF = select(_threads.c.last_seq, _threads.c.current_leaf_id).where(
+    _threads.c.id == bindparam("thread_id")
+)
 # The thread and its agent's type (ORM: the Thread is an instance of the session).
 OWNED_THREAD_AND_AGENT_TYPE = (
     select(Thread, Agent.agent_type)

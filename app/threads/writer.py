@@ -38,7 +38,7 @@ from app.db.direct import flush_pending
 from app.db.models import ThreadMessage
 from app.lib.time import utcnow
 from app.threads import fence
-from app.threads.changes import message_changed
+from app.threads.changes import branch_moved, message_changed
 from app.threads.records import StoredMessage, stored_message
 from app.threads.writer_bump import (
     BUMP,
@@ -229,17 +229,19 @@ _SET_LEAF = (
 )
 
 
-async def move_leaf(session: AsyncSession, thread_id: UUID, leaf: StoredMessage | None) -> None:
-    """The thread shows the branch ending at `leaf` from now on (None: no message left).
-    The leaf is written again (a new seq, a frame), so that every device hears of the
-    switch in order and cached pages of the old branch go stale."""
-    if leaf is None:
-        await bump(session, thread_id, 1, new=False)
-    else:
-        await update_message(session, leaf)
-    await direct.execute(
-        session, _SET_LEAF, {"b_thread": thread_id, "b_leaf": getattr(leaf, "id", None)}
-    )
+async def move_leaf(
+    session: AsyncSession,
+    thread_id: UUID,
+    leaf_id: UUID | None,
+    deleted_ids: list[UUID] | None = None,
+) -> None:
+    """The thread shows the branch ending at `leaf_id` from now on (None: no message left).
+    The move takes a seq of its own, which no message row holds: every device hears of it
+    in order (a `branch` frame, with the ids of messages deleted with it), cached pages
+    go stale, and a replay that finds a seq no row accounts for ends with the leaf."""
+    seq, _ = await bump(session, thread_id, 1, new=False)
+    await direct.execute(session, _SET_LEAF, {"b_thread": thread_id, "b_leaf": leaf_id})
+    branch_moved(session, thread_id, seq, leaf_id, deleted_ids or [])
 
 
 async def delete_messages(session: AsyncSession, thread_id: UUID, ids: list[UUID]) -> None:

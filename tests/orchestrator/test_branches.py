@@ -210,15 +210,13 @@ async def test_a_device_that_missed_a_switch_catches_up(api: OrchestratorApi) ->
     cursor = (await api.client.get(url, headers=api.headers)).json()["last_seq"]
     switched_frames = len(api.frames.frames)
     await _act(api, thread_id, first["id"], "switch")
-    live = [
-        f.message.id
-        for _, f in api.frames.frames[switched_frames:]
-        if type(f).__name__ == "MessageFrame"
+    live = [f for _, f in api.frames.frames[switched_frames:]]
+    assert [(type(f).__name__, str(f.current_leaf_id), f.seq) for f in live] == [
+        ("BranchFrame", first["id"], cursor + 1)  # the move, live, with a seq of its own
     ]
-    assert [str(i) for i in live] == [first["id"]]  # the new leaf, live, with a new seq
     synced = (await api.client.get(url, params={"after_seq": cursor}, headers=api.headers)).json()
-    assert synced["current_leaf_id"] == first["id"]
-    assert [m["id"] for m in synced["items"]] == [first["id"]]
+    assert synced["current_leaf_id"] == first["id"] and synced["last_seq"] == cursor + 1
+    assert synced["items"] == []  # no message changed
     # its view (what it held, the changes applied by id, the branch to the leaf) is a GET's
     held = {
         m["id"]: m

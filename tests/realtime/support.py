@@ -171,17 +171,35 @@ class RedisServer:
 
 @dataclass
 class ThreadState:
-    """What a client holds for one thread: messages by id, and the highest seq seen."""
+    """What a client holds for one thread: messages by id, the highest seq seen, and the
+    leaf of the branch shown (as `branch` frames say)."""
 
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_seq: int = 0
+    current_leaf_id: str | None = None
 
     def apply(self, frame: dict[str, Any]) -> None:
-        message = frame["message"]
-        held = self.messages.get(message["id"])
-        if held is None or held["seq"] <= frame["seq"]:
-            self.messages[message["id"]] = message
+        """A `message` frame (upsert by id) or a `branch` frame (the leaf, deletes)."""
+        if frame["type"] == "branch":
+            self.current_leaf_id = frame["current_leaf_id"]
+            for message_id in frame["deleted_message_ids"]:
+                self.messages.pop(message_id, None)
+        else:
+            message = frame["message"]
+            held = self.messages.get(message["id"])
+            if held is None or held["seq"] <= frame["seq"]:
+                self.messages[message["id"]] = message
+            if held is None and message["parent_id"] == self.current_leaf_id:
+                self.current_leaf_id = message["id"]  # written below the leaf: the new leaf
         self.last_seq = max(self.last_seq, frame["seq"])
+
+    def branch(self) -> list[dict[str, Any]]:
+        """The messages shown: from the first to the leaf (walking `parent_id` up)."""
+        shown, at = [], self.current_leaf_id
+        while at is not None:
+            shown.insert(0, self.messages[at])
+            at = self.messages[at]["parent_id"]
+        return shown
 
 
 class WsClient:

@@ -26,7 +26,7 @@ def test_document_covers_every_frame_type() -> None:
     document = build_document()
     assert set(document["channels"]["ws"]["messages"]) == {
         "subscribe", "unsubscribe", "ping",
-        "message", "subscribed", "delta", "tool_output", "tool_arguments", "run", "task", "reset",
+        "message", "branch", "subscribed", "delta", "tool_output", "tool_arguments", "run", "task", "reset",
         "memory", "pong", "error",
     }  # fmt: skip
     for ref in json.dumps(document).split('"$ref": "')[1:]:

@@ -45,8 +45,9 @@ class ResumingClient:
                 assert frame["thread_id"] == self.thread_id
                 assert not seen or frame["seq"] > seen[-1], "seq must ascend, no duplicates"
                 seen.append(frame["seq"])
+            if frame["type"] in ("message", "branch"):  # a replay may end with the leaf
                 self.state.apply(frame)
-            assert frame["type"] in ("message", "subscribed", "run"), frame
+            assert frame["type"] in ("message", "branch", "subscribed", "run"), frame
 
         self.connections += 1
         async with WsClient.connect(server.ws, self.token, on_frame=on_frame) as ws:
