@@ -149,6 +149,7 @@ DEFAULTS = {
     "attachment_pdf_max_bytes": 20 * 1024 * 1024,
     "attachment_text_max_bytes": 1024 * 1024,
     "attachment_text_max_chars": 20_000,
+    "attachment_processing_workers": 1,
     "user_attachment_quota_bytes": 1024 * 1024 * 1024,
     "attachment_unreferenced_hours": 24,
     "llm_vision_models": (),

@@ -35,16 +35,18 @@ def _capped(text: str, max_chars: int) -> str:
 def read_pdf(source: BinaryIO, max_chars: int) -> DocumentText:
     """Blocking: run it on a worker thread."""
     try:
-        reader = PdfReader(source)
-        page_count = len(reader.pages)
-        pieces: list[str] = []
-        length = 0
-        for page in reader.pages:
-            if length > max_chars:
-                break
-            piece = page.extract_text() or ""
-            pieces.append(piece)
-            length += len(piece)
+        # Closed (our stream stays open): its objects, a few MB of a scan's, are freed
+        # now, not at the cyclic collector's next full pass (they form cycles).
+        with PdfReader(source) as reader:
+            page_count = len(reader.pages)
+            pieces: list[str] = []
+            length = 0
+            for page in reader.pages:
+                if length > max_chars:
+                    break
+                piece = page.extract_text() or ""
+                pieces.append(piece)
+                length += len(piece)
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
         raise DocumentRefused("The file is not a PDF we can read.") from exc
     return DocumentText(_capped("\n\n".join(pieces).strip(), max_chars), page_count)

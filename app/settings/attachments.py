@@ -59,6 +59,13 @@ class AttachmentSettings:
         PositiveInt,
         Meta(description="characters of a document's text the model reads (extracted once)"),
     ] = 20_000
+    attachment_processing_workers: Annotated[
+        PositiveInt,
+        Meta(
+            description="threads that clean images and read documents, per process (a 12-megapixel "
+            "photo takes ~190 MB while it is cleaned, and the thread keeps it); the others wait"
+        ),
+    ] = 1
     user_attachment_quota_bytes: Annotated[
         NonNegativeInt,
         Meta(description="bytes of attachments a user may store (0: no quota); past it 413"),
