@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from app.accounts.deps import SignedInController
 from app.agents.services import list_agents
 from app.db.models import Agent, Run, RunStatus, ThreadMessage, User
-from app.lib.problems import ProblemException
+from app.lib.problems import ProblemException, problems
 from app.openai_compat.completions import commit_started, start_turn
 from app.openai_compat.errors import timeout_error
 from app.openai_compat.models import resolve_model
@@ -92,7 +92,7 @@ class AgentRunController(SignedInController):
     path = "/v1"
     tags = ["agent"]
 
-    @post("/agent", operation_id="RunAgent", status_code=200)
+    @post("/agent", operation_id="RunAgent", status_code=200, responses=problems(404, 429, 504))
     async def run_agent(
         self,
         data: AgentRunRequest,

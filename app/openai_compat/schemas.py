@@ -187,8 +187,9 @@ class OpenAIError(msgspec.Struct, kw_only=True):
 
 
 # -- POST /v1/agent ------------------------------------------------------------------------
+# As OpenAI's `metadata`: up to 16 pairs of strings
 MetadataKey = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
-MetadataValue = Annotated[str, msgspec.Meta(max_length=500)] | int | float | bool | None
+MetadataValue = Annotated[str, msgspec.Meta(max_length=512)]
 
 
 class AgentRunRequest(Input):
@@ -197,7 +198,7 @@ class AgentRunRequest(Input):
     prompt: MessageContent
     # an agent's id or name, as `model` of /v1/chat/completions; absent: your first agent
     agent: ModelId | None = None
-    # the caller's own labels, answered back unchanged
+    # the caller's own labels (up to 16 strings), answered back unchanged
     metadata: Annotated[dict[MetadataKey, MetadataValue], msgspec.Meta(max_length=16)] | None = None
 
 
@@ -220,19 +221,20 @@ class AgentRunStep(Schema, kw_only=True):
     content: str | None = None  # the completion's answer
 
 
-class AgentRun(Schema, kw_only=True):
+class AgentRun(Schema, kw_only=True, omit_defaults=True):
     """A finished turn (`status` completed, failed or cancelled; a failed one says why in
-    `error`): the answer, the plan (planner agents; else null) and the steps in order."""
+    `error`): the answer, the plan (planner agents; absent for others) and the steps in
+    order. Fields without a value are left out."""
 
     id: str
     thread_id: UUID
     run_id: UUID
     status: AgentRunStatus
-    answer: str | None
+    answer: str | None = None
     error: str | None = None
-    plan: Plan | None
+    plan: Plan | None = None
     steps: list[AgentRunStep]
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, str] | None = None
 
 
 def completion_usage(usage: dict[str, Any]) -> CompletionUsage:
