@@ -74,7 +74,7 @@ async def test_a_memory_save_is_a_memory_step(api: OrchestratorApi, v1: httpx.As
         ("memory", "memory", "success"),
         ("completion", "completion", "success"),
     ]
-    assert answer["steps"][0]["display_message"]
+    assert answer["steps"][0]["display_message"] == "Saved to memory"
 
 
 async def test_a_planner_answers_its_plan_with_a_completion_step(
