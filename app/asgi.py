@@ -45,6 +45,7 @@ from app.memories.controllers import MemoryController
 from app.memories.embedding import Embedder
 from app.memories.keeper import MemoryVectorKeeper
 from app.observability.plugin import observability_plugins
+from app.openai_compat.agent import AgentRunController
 from app.openai_compat.controllers import OpenAIController
 from app.orchestrator.plugin import OrchestratorPlugin
 from app.orchestrator.waits.controllers import WaitAnswerController
@@ -92,6 +93,7 @@ ROUTES = [
     McpServerController,
     McpOAuthCallbackController,
     OpenAIController,
+    AgentRunController,
     docs_assets,
     asyncapi_document,
 ]

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 import schemathesis
 from litestar import Litestar
+from schemathesis.checks import not_a_server_error
 
 from app import create_app
 from app.lib.security import new_token
@@ -33,7 +34,12 @@ schema = schemathesis.openapi.from_asgi(
 @pytest.fixture(scope="module")
 def fuzz_app(database_url: str) -> Iterator[Litestar]:
     seed_user(database_url, "fuzz@example.com", "fuzz-password", token=API_TOKEN)
-    yield create_app(Settings(database_url=database_url, runner_enabled=False))
+    # No runner: a run started (POST /v1/agent with your agent) is never answered, so the
+    # wait ends at once (a documented 504) rather than after the client's read timeout.
+    settings = Settings(
+        database_url=database_url, runner_enabled=False, completion_wait_seconds=0.2
+    )
+    yield create_app(settings)
     # Stop the app's lifespan on schemathesis' loop (disposes its engine), then clean up.
     from schemathesis.python.asgi import shutdown_lifespans
 
@@ -46,7 +52,10 @@ def test_api_conforms_to_its_schema(
     case: schemathesis.Case, fuzz_app: Litestar, database_url: str
 ) -> None:
     try:
-        case.call_and_validate(app=fuzz_app)
+        # RunAgent's run is never answered here (no runner): its documented 504 is expected
+        run_agent = case.operation.definition.raw.get("operationId") == "RunAgent"
+        excluded = [not_a_server_error] if run_agent else []
+        case.call_and_validate(app=fuzz_app, excluded_checks=excluded)
     finally:
         if case.operation.definition.raw.get("operationId") == "RevokeToken":
             # The fuzzer just revoked its own token; later examples need it live.

@@ -62,6 +62,7 @@ OPERATION_SUMMARIES: dict[str, str] = {
     "ListTools": "List the tools agents can call: parameters, result schemas, how cells show",
     "listModels": "OpenAI-compatible: list your agents as models",
     "createChatCompletion": "OpenAI-compatible: run an agent on a chat, plain or streamed",
+    "RunAgent": "Run an agent on a prompt: its plan, steps and answer",
     "RegisterDevice": "Register this phone for push notifications (idempotent by token)",
     "ListDevices": "List the devices that receive your push notifications",
     "DeleteDevice": "Stop push notifications to a device",

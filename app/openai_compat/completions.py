@@ -18,6 +18,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Agent, Run, Thread, User
+from app.db.session import CommitFailedError
 from app.lib.problems import ProblemException
 from app.openai_compat.models import resolve_model
 from app.openai_compat.schemas import ChatCompletionRequest, ChatMessageIn, CompletionOptions
@@ -136,3 +137,22 @@ async def start_completion(
         thread = await _new_thread(session, user, agent, earlier, text)
     _, run, _ = await post_user_message(session, thread, message)
     return StartedCompletion(agent=agent, thread=thread, run=run)
+
+
+async def start_turn(
+    session: AsyncSession, user: User, agent: Agent, text: str
+) -> StartedCompletion:
+    """One turn of `agent` on `text` in a new thread (`POST /v1/agent`): as a completion
+    without history, in `session` (not committed here)."""
+    thread = await _new_thread(session, user, agent, [], text)
+    _, run, _ = await post_user_message(session, thread, new_message(text, None))
+    return StartedCompletion(agent=agent, thread=thread, run=run)
+
+
+async def commit_started(session: AsyncSession) -> None:
+    """Commit the run now (not after the handler): it must run while we wait for it."""
+    try:
+        await session.commit()
+    except Exception as exc:
+        await session.rollback()
+        raise CommitFailedError("the completion's run could not be stored") from exc

@@ -22,13 +22,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from app.accounts.deps import SignedInController
 from app.agents.services import list_agents
 from app.db.models import Run, RunStatus, User
-from app.db.session import CommitFailedError
-from app.openai_compat.completions import StartedCompletion, start_completion
+from app.openai_compat.completions import StartedCompletion, commit_started, start_completion
 from app.openai_compat.errors import (
     EXCEPTION_HANDLERS,
     CompletionError,
     error_responses,
     openai_error,
+    timeout_error,
 )
 from app.openai_compat.models import agent_model
 from app.openai_compat.schemas import (
@@ -94,26 +94,6 @@ def _failure(run: Run) -> CompletionError:
     return CompletionError(500, f"The run failed: {run.error}", "run_failed", **ids)
 
 
-def _timeout(run: Run, seconds: float) -> CompletionError:
-    return CompletionError(
-        504,
-        f"The agent did not answer within {seconds:g} seconds. The run continues: its answer "
-        f"will be in thread {run.thread_id} (GET /api/threads/{run.thread_id}/runs/{run.id}).",
-        "timeout",
-        thread_id=run.thread_id,
-        run_id=run.id,
-    )
-
-
-async def _commit(session: AsyncSession) -> None:
-    """Commit the run now (not after the handler): it must run while we wait for it."""
-    try:
-        await session.commit()
-    except Exception as exc:
-        await session.rollback()
-        raise CommitFailedError("the completion's run could not be stored") from exc
-
-
 def _sse(body: Any) -> bytes:
     return b"data: " + _encode(body) + b"\n\n"
 
@@ -142,7 +122,7 @@ async def _chunks(
                 else:
                     yield chunk(ChunkDelta(content=text))
         except WaitTimeout:
-            error = _timeout(run, wait)
+            error = timeout_error(run, wait)
         else:
             assert watch.run is not None
             if watch.run.status == RunStatus.COMPLETED.value:
@@ -200,7 +180,7 @@ class OpenAIController(SignedInController):
         `chat.completion.chunk` events, then `data: [DONE]`."""
         await refuse_if_spent(db_session, current_user.id, settings)
         started = await start_completion(db_session, current_user, data)
-        await _commit(db_session)
+        await commit_started(db_session)
         answer = _answer_of(started, data)
         watch = RunWatch(channels, sessions_for(db_engine), started.run.id, started.thread.id)
         wait = settings.completion_wait_seconds
@@ -214,7 +194,7 @@ class OpenAIController(SignedInController):
             try:
                 run = await watch.finished(wait)
             except WaitTimeout:
-                raise _timeout(started.run, wait) from None
+                raise timeout_error(started.run, wait) from None
         if run.status != RunStatus.COMPLETED.value:
             raise _failure(run)
         async with watch.sessions() as session:

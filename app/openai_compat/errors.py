@@ -123,3 +123,15 @@ def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
         )
         for code in sorted({400, 401, *statuses})
     }
+
+
+def timeout_error(run: Any, seconds: float) -> CompletionError:
+    """The wait for `run` ended after `seconds` (504); the run continues."""
+    return CompletionError(
+        504,
+        f"The agent did not answer within {seconds:g} seconds. The run continues: its answer "
+        f"will be in thread {run.thread_id} (GET /api/threads/{run.thread_id}/runs/{run.id}).",
+        "timeout",
+        thread_id=run.thread_id,
+        run_id=run.id,
+    )

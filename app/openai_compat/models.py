@@ -35,8 +35,10 @@ def _as_uuid(value: str) -> UUID | None:
         return None
 
 
-async def resolve_model(session: AsyncSession, user: User, model: str) -> Agent:
-    """The visible agent `model` names (id or name); 404 `model_not_found` otherwise."""
+async def resolve_model(
+    session: AsyncSession, user: User, model: str, field: str = "model"
+) -> Agent:
+    """The visible agent `model` names (id or name); 404 `{field}_not_found` otherwise."""
     agents = await list_agents(session, user)
     wanted = _as_uuid(model)
     if wanted is not None:
@@ -47,7 +49,7 @@ async def resolve_model(session: AsyncSession, user: User, model: str) -> Agent:
     if not matches:
         raise ProblemException(
             404,
-            f"The model {model!r} does not exist: use an agent's id from GET /v1/models.",
-            code="model_not_found",
+            f"The {field} {model!r} does not exist: use an agent's id from GET /v1/models.",
+            code=f"{field}_not_found",
         )
     return matches[0]

@@ -13,8 +13,10 @@ from uuid import UUID
 
 import msgspec
 
+from app.lib.schema import Input, Schema
+from app.threads.activity import ToolStatus
 from app.threads.plan import Plan
-from app.threads.schemas import RunStep, RunToolResult
+from app.threads.schemas import CellData, MessageContent, RunStep, RunToolResult
 
 ChatRole = Literal["system", "developer", "user", "assistant", "tool", "function"]
 ModelId = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
@@ -182,6 +184,57 @@ class OpenAIError(msgspec.Struct, kw_only=True):
     """Every error of `/v1`, in OpenAI's shape (OpenAI clients parse it)."""
 
     error: OpenAIErrorBody
+
+
+# -- POST /v1/agent ------------------------------------------------------------------------
+# As OpenAI's `metadata`: up to 16 pairs of strings
+MetadataKey = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+MetadataValue = Annotated[str, msgspec.Meta(max_length=512)]
+
+
+class AgentRunRequest(Input):
+    """One turn of an agent on a prompt, in a new thread."""
+
+    prompt: MessageContent
+    # an agent's id or name, as `model` of /v1/chat/completions; absent: your first agent
+    agent: ModelId | None = None
+    # the caller's own labels (up to 16 strings), answered back unchanged
+    metadata: Annotated[dict[MetadataKey, MetadataValue], msgspec.Meta(max_length=16)] | None = None
+
+
+AgentStepType = Literal["memory", "tool", "completion"]
+AgentRunStatus = Literal["completed", "failed", "cancelled"]
+
+
+class AgentRunStep(Schema, kw_only=True):
+    """One executed step: a tool cell (`memory` for the memory tool, else `tool`) as the
+    app renders it, or the final `completion` holding the answer (`content`)."""
+
+    type: AgentStepType
+    name: str  # the tool; `completion` for the answer
+    # a tool cell's status; the completion's: success (answered) or failure (no answer)
+    status: ToolStatus
+    display_message: str | None = None
+    data: CellData = msgspec.UNSET  # the cell's (ToolData), absent when it has none
+    error: str | None = None
+    step_id: str | None = None  # the plan step this call executed (planner runs)
+    content: str | None = None  # the completion's answer
+
+
+class AgentRun(Schema, kw_only=True, omit_defaults=True):
+    """A finished turn (`status` completed, failed or cancelled; a failed one says why in
+    `error`): the answer, the plan (planner agents; absent for others) and the steps in
+    order. Fields without a value are left out."""
+
+    id: str
+    thread_id: UUID
+    run_id: UUID
+    status: AgentRunStatus
+    answer: str | None = None
+    error: str | None = None
+    plan: Plan | None = None
+    steps: list[AgentRunStep]
+    metadata: dict[str, str] | None = None
 
 
 def completion_usage(usage: dict[str, Any]) -> CompletionUsage:

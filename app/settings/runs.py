@@ -102,7 +102,7 @@ class RunSettings:
     completion_wait_seconds: Annotated[
         PositiveFloat,
         Meta(
-            description="`POST /v1/chat/completions`: longest wait for a run's answer "
-            "(then a `timeout` error; the run continues)"
+            description="`POST /v1/chat/completions` and `POST /v1/agent`: longest wait for a "
+            "run's answer (then a `timeout` error; the run continues)"
         ),
     ] = 300.0

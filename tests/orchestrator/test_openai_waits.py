@@ -3,6 +3,7 @@ ends, the run does not (it continues and is persisted)."""
 
 from __future__ import annotations
 
+import httpx
 import openai
 import pytest
 
@@ -74,3 +75,19 @@ async def test_a_client_leaving_a_stream_does_not_stop_the_run(
     rows = await api.messages(where["thread_id"])
     assert [m["tool_activity"]["status"] for m in rows if m["role"] == "tool"] == ["success"]
     assert rows[-1]["content"] == "All done."
+
+
+async def test_a_slow_agent_run_answers_a_timeout_problem_and_continues(
+    api: OrchestratorApi, openai_base_url: str
+) -> None:
+    api.llm.script(
+        ToolCalls(Call("test_slow", {"action": "wait", "seconds": WAIT + 1})), Text("Finally.")
+    )
+    async with httpx.AsyncClient(base_url=openai_base_url, headers=api.headers) as v1:
+        response = await v1.post("/agent", json={"prompt": "slow"}, timeout=30)
+    assert response.status_code == 504, response.text
+    problem = response.json()
+    assert problem["code"] == "timeout" and f"within {WAIT:g} seconds" in problem["detail"]
+    run = await api.wait_run(problem["thread_id"], problem["run_id"], timeout=30)
+    assert run["status"] == "completed"
+    assert (await api.messages(problem["thread_id"]))[-1]["content"] == "Finally."
