@@ -20,7 +20,6 @@ import httpx
 os.environ.setdefault("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", "True")
 
 import litellm  # after the switch above: litellm reads it at import
-from litellm.exceptions import MidStreamFallbackError
 
 from app.orchestrator.door import model_info  # noqa: F401  (it sets litellm's switches)
 from app.orchestrator.door.errors import (
@@ -111,10 +110,16 @@ def _error_event(exc: Exception) -> bool:
     Workaround until litellm keeps them: tests/orchestrator/test_llm_door.py checks it
     still loses them."""
     chain = _causes(exc)
-    return any(isinstance(c, MidStreamFallbackError) for c in chain) and not any(
+    return any(_mid_stream_fallback(c) for c in chain) and not any(
         isinstance(c, httpx.HTTPStatusError)
         for c in chain  # a real HTTP 500 has this
     )
+
+
+def _mid_stream_fallback(exc: BaseException) -> bool:
+    """litellm's MidStreamFallbackError, known by its public attribute: the class is not
+    among litellm's top-level names (only those are used here)."""
+    return isinstance(exc, litellm.ServiceUnavailableError) and hasattr(exc, "is_pre_first_chunk")
 
 
 def _event_error(message: str) -> LLMError:
