@@ -73,8 +73,8 @@ def _rgb(image: Image.Image) -> Image.Image:
 def _encoded(image: Image.Image, image_format: str) -> bytes:
     out = io.BytesIO()
     if image_format == "JPEG":
-        # No optimize=True: its Huffman pass is one call that holds the GIL (~400 ms for 12
-        # megapixels, the server's loop stalled as long) for ~3% of the bytes.
+        # No optimize=True: its Huffman pass is one call that holds the GIL for the whole
+        # large image (the server's loop stalls as long) to save a few percent of bytes.
         _rgb(image).save(out, "JPEG", quality=88)
     else:
         image.save(out, image_format)  # no exif=, no pnginfo=: metadata left behind

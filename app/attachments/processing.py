@@ -66,7 +66,8 @@ async def _on_worker(settings: Settings, work: Callable[..., T], *args: object) 
     """`work` on one of ATTACHMENT_PROCESSING_WORKERS threads of their own; the other
     uploads wait their turn, their bytes in their spooled files. Each running one holds a
     full-size decoded image (or a parsed PDF), and each thread's malloc arena keeps about
-    that much after it: on the shared default pool, 50 photos at once held a GB."""
+    that much after it: on the shared default pool, with its many threads, that added up
+    (bench.uploads; docs/benchmarks.md)."""
     workers = settings.attachment_processing_workers
     pool = _pools.get(workers)
     if pool is None:
