@@ -81,19 +81,35 @@ def _encoded(image: Image.Image, image_format: str) -> bytes:
     return out.getvalue()
 
 
-def _bounded_jpeg(image: Image.Image, side: int, quality: int) -> bytes:
-    copy = _rgb(image).copy()
-    copy.thumbnail((side, side), Image.Resampling.LANCZOS)
+def _within(size: tuple[int, int], side: int) -> tuple[int, int]:
+    """`size` scaled down (never up) to fit `side`×`side`, its aspect kept."""
+    scale = min(1.0, side / max(size))
+    return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
+
+
+def _bounded_jpeg(image: Image.Image, side: int, quality: int) -> tuple[Image.Image, bytes]:
+    """A copy within `side`×`side` and its JPEG. Resized straight from the source (no
+    full-size copy first): the largest thing alive beside the source is the resize's
+    one-way intermediate."""
+    copy = _rgb(image).resize(_within(image.size, side), Image.Resampling.LANCZOS, reducing_gap=3.0)
     out = io.BytesIO()
     copy.save(out, "JPEG", quality=quality, optimize=side <= THUMBNAIL_SIDE)  # as above
-    return out.getvalue()
+    return copy, out.getvalue()
 
 
-def _without_metadata(image: Image.Image) -> Image.Image:
-    """The pixels alone, upright (orientation applied, then EXIF dropped). The opened
-    image is turned in place and converted only if it must be: one full-size copy, the
-    clean one, beside it (the peak of memory of an upload is a few of them)."""
+def _without_metadata(image: Image.Image, image_format: str) -> Image.Image:
+    """The pixels alone, upright (orientation applied, then EXIF dropped).
+
+    A photo stored as JPEG keeps its decoded pixels: its text metadata (the one thing
+    Pillow's JPEG writer would carry over from the source, a comment) is dropped from
+    `info`, and EXIF, XMP and ICC are written only when asked for. A 12-megapixel photo
+    is 48 MB of pixels, so not copying it halves an upload's peak of memory. Other
+    formats' writers fall back to more of the source's `info` (PNG: its ICC profile and
+    transparency), so their pixels are pasted into a new image: nothing else survives."""
     ImageOps.exif_transpose(image, in_place=True)
+    if image_format == "JPEG" and image.mode in ("RGB", "L"):
+        image.info.clear()
+        return image
     mode = image.mode if image.mode in ("RGB", "RGBA", "L", "LA") else "RGBA"
     clean = Image.new(mode, image.size)
     clean.paste(image if image.mode == mode else image.convert(mode))
@@ -101,19 +117,24 @@ def _without_metadata(image: Image.Image) -> Image.Image:
 
 
 def prepare_image(source: BinaryIO, source_type: str, max_pixels: int) -> PreparedImage:
-    """Blocking: run it on a worker thread."""
+    """Blocking: run it on a worker thread. The full-size pixels live until the served
+    copy and the model's are made; the thumbnail and the BlurHash come from the model's."""
+    image_format, content_type = _STORED_AS[source_type]
     with _opened(source, max_pixels) as opened:
         opened.seek(0)  # a GIF's (or an animated WebP's) first frame
-        image = _without_metadata(opened)
-    image_format, content_type = _STORED_AS[source_type]
-    small = _rgb(image).copy()
-    small.thumbnail((_BLURHASH_SIDE, _BLURHASH_SIDE))
+        image = _without_metadata(opened, image_format)
+        data = _encoded(image, image_format)
+        model, model_jpeg = _bounded_jpeg(image, MODEL_SIDE, 85)
+        width, height = image.size
+        del image  # the full-size pixels go with the opened file
+    thumbnail, thumbnail_jpeg = _bounded_jpeg(model, THUMBNAIL_SIDE, 80)
+    small = thumbnail.resize(_within(thumbnail.size, _BLURHASH_SIDE))
     return PreparedImage(
-        data=_encoded(image, image_format),
+        data=data,
         content_type=content_type,
-        width=image.width,
-        height=image.height,
-        model_jpeg=_bounded_jpeg(image, MODEL_SIDE, 85),
-        thumbnail_jpeg=_bounded_jpeg(image, THUMBNAIL_SIDE, 80),
+        width=width,
+        height=height,
+        model_jpeg=model_jpeg,
+        thumbnail_jpeg=thumbnail_jpeg,
         blurhash=blurhash.encode(small, x_components=4, y_components=3),
     )
