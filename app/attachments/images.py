@@ -87,14 +87,29 @@ def _within(size: tuple[int, int], side: int) -> tuple[int, int]:
     return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
 
 
-def _bounded_jpeg(image: Image.Image, side: int, quality: int) -> tuple[Image.Image, bytes]:
-    """A copy within `side`×`side` and its JPEG. Resized straight from the source (no
-    full-size copy first): the largest thing alive beside the source is the resize's
-    one-way intermediate."""
-    copy = _rgb(image).resize(_within(image.size, side), Image.Resampling.LANCZOS, reducing_gap=3.0)
+def _bounded(image: Image.Image, side: int) -> Image.Image:
+    """The image within `side`×`side`, in RGB: resized straight from the source (no
+    full-size copy first), or itself when it fits."""
+    if max(image.size) <= side:
+        return _rgb(image)
+    return _rgb(image).resize(_within(image.size, side), Image.Resampling.LANCZOS)
+
+
+def _jpeg(image: Image.Image, quality: int, *, optimize: bool) -> bytes:
     out = io.BytesIO()
-    copy.save(out, "JPEG", quality=quality, optimize=side <= THUMBNAIL_SIDE)  # as above
-    return copy, out.getvalue()
+    image.save(out, "JPEG", quality=quality, optimize=optimize)
+    return out.getvalue()
+
+
+def _reduced(jpeg: bytes) -> Image.Image:
+    """The served JPEG decoded again at the smallest scale libjpeg's DCT scaling offers
+    that leaves each side at least half the model's: a fraction of a full decode, and
+    the full-size pixels are gone by then (for a photo, the model's copy is made from
+    this, not from a resize of the full-size pixels and its full-height intermediate)."""
+    image = Image.open(io.BytesIO(jpeg))
+    image.draft("RGB", (MODEL_SIDE // 2, MODEL_SIDE // 2))
+    image.load()
+    return image
 
 
 def _without_metadata(image: Image.Image, image_format: str) -> Image.Image:
@@ -117,24 +132,27 @@ def _without_metadata(image: Image.Image, image_format: str) -> Image.Image:
 
 
 def prepare_image(source: BinaryIO, source_type: str, max_pixels: int) -> PreparedImage:
-    """Blocking: run it on a worker thread. The full-size pixels live until the served
-    copy and the model's are made; the thumbnail and the BlurHash come from the model's."""
+    """Blocking: run it on a worker thread. Only the full-size pixels and the served
+    copy's bytes are alive at once; the thumbnail and the BlurHash come from the model's
+    copy."""
     image_format, content_type = _STORED_AS[source_type]
     with _opened(source, max_pixels) as opened:
         opened.seek(0)  # a GIF's (or an animated WebP's) first frame
         image = _without_metadata(opened, image_format)
         data = _encoded(image, image_format)
-        model, model_jpeg = _bounded_jpeg(image, MODEL_SIDE, 85)
         width, height = image.size
+        model = None if image_format == "JPEG" else _bounded(image, MODEL_SIDE)
         del image  # the full-size pixels go with the opened file
-    thumbnail, thumbnail_jpeg = _bounded_jpeg(model, THUMBNAIL_SIDE, 80)
+    if model is None:
+        model = _bounded(_reduced(data), MODEL_SIDE)
+    thumbnail = _bounded(model, THUMBNAIL_SIDE)
     small = thumbnail.resize(_within(thumbnail.size, _BLURHASH_SIDE))
     return PreparedImage(
         data=data,
         content_type=content_type,
         width=width,
         height=height,
-        model_jpeg=model_jpeg,
-        thumbnail_jpeg=thumbnail_jpeg,
+        model_jpeg=_jpeg(model, 85, optimize=False),  # no optimize: as `_encoded` says
+        thumbnail_jpeg=_jpeg(thumbnail, 80, optimize=True),  # small: its pass is short
         blurhash=blurhash.encode(small, x_components=4, y_components=3),
     )

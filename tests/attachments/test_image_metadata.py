@@ -55,11 +55,22 @@ def test_the_served_image_is_upright_and_carries_no_metadata(
         assert not opened(derived).getexif()
 
 
-def test_a_large_photo_is_bounded_for_the_model_and_the_thumbnail() -> None:
+@pytest.mark.parametrize(
+    ("image_format", "source_type", "size", "model_size"),
+    [
+        # a JPEG's model copy is decoded at half its scale (within 2048, at least 1024)
+        ("JPEG", "image/jpeg", (4032, 3024), (2016, 1512)),
+        ("PNG", "image/png", (4400, 3300), (2048, 1536)),  # resized from the pixels
+        ("JPEG", "image/jpeg", (1600, 1200), (1600, 1200)),  # small enough as it is
+    ],
+)
+def test_a_large_photo_is_bounded_for_the_model_and_the_thumbnail(
+    image_format: str, source_type: str, size: tuple[int, int], model_size: tuple[int, int]
+) -> None:
     out = io.BytesIO()
-    Image.new("RGB", (4032, 3024), (90, 90, 200)).save(out, "JPEG")
-    prepared = prepare_image(io.BytesIO(out.getvalue()), "image/jpeg", MAX_PIXELS)
-    assert (prepared.width, prepared.height) == (4032, 3024)
-    assert opened(prepared.model_jpeg).size == (2048, 1536)
+    Image.new("RGB", size, (90, 90, 200)).save(out, image_format)
+    prepared = prepare_image(io.BytesIO(out.getvalue()), source_type, MAX_PIXELS)
+    assert (prepared.width, prepared.height) == size == opened(prepared.data).size
+    assert opened(prepared.model_jpeg).size == model_size
     assert opened(prepared.thumbnail_jpeg).size == (320, 240)
     assert len(prepared.blurhash) >= 6
