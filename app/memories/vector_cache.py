@@ -5,7 +5,8 @@ product of the query with them is cheap), and they change rarely next to how oft
 are read. So the matrix is kept per (user, model) with the version of the user's vectors
 it was read at (`memory_vector_versions`, one row per user: app/memories/vectors.py). A
 recall reads that one row and reads the vectors again only when it changed: every store
-or delete of a user's vectors bumps it in its own transaction, whichever process made it.
+or delete of a user's vectors bumps it in its own transaction (the database's triggers),
+whichever process made it.
 The version is read before the vectors, so a change committed between the two reads only
 costs one more read of them at the next recall, never a stale matrix kept.
 
