@@ -92,8 +92,11 @@ async def store_vectors(session: AsyncSession, model: str, made: list[Made]) -> 
     it was read (an edit made while its old text was embedded is not covered by the old
     vector); how many were stored. An upsert: two keepers (processes) storing the same
     memory both succeed. One statement, in memory order: its owners' version rows are
-    bumped at its end (PostgreSQL's statement triggers), after every vector row is
-    locked, as a deleted memory's are, so concurrent writers cannot deadlock on them."""
+    bumped at its end (PostgreSQL's statement triggers, in owner order), after its vector
+    rows are locked, as a memory's deletion bumps after its vectors' cascade, so the two
+    do not deadlock on them. (New and replaced vectors are bumped in two passes, the
+    inserts' then the updates'; two such batches over shared owners could meet in
+    opposite orders: PostgreSQL ends one, and the keeper stores it at its next run.)"""
     if not made:
         return 0
     read = values(
