@@ -15,7 +15,7 @@ from uuid_utils.compat import uuid7
 from app.db.models import Memory, User, memory_vector_versions, memory_vectors
 from tests.support.databases import alembic
 
-BEFORE, TRIGGERS = "0019_memory_vector_versions", "0021_vector_version_triggers"
+BEFORE, TRIGGERS = "0020_type_old_cell_data", "0021_vector_version_triggers"
 
 
 def _populate(url: str) -> tuple[dict[str, UUID], dict[str, UUID]]:

@@ -16,7 +16,7 @@ end, in owner order (concurrent bumps lock the rows in one order). SQLite has on
 triggers; its writers take turns, so no lock order is needed.
 
 Revision ID: 0021_vector_version_triggers
-Revises: 0019_memory_vector_versions
+Revises: 0020_type_old_cell_data
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0021_vector_version_triggers"
-down_revision: str | None = "0019_memory_vector_versions"
+down_revision: str | None = "0020_type_old_cell_data"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
