@@ -242,3 +242,42 @@ async def test_a_due_time_past_a_limit_starts_no_run(api: OrchestratorApi, limit
     messages = await api.messages(thread_id)
     assert [m["content"] for m in messages if m["role"] == "user"] == ["Check"]
     assert messages[0]["client_message_id"].startswith(f"schedule:{schedule['id']}:")
+
+
+async def test_after_downtime_a_schedule_runs_once_for_its_missed_times_a_stale_one_waits(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    """The service was down over these hourly schedules' times: the one whose first
+    missed time is 3 h old runs once (not once per missed hour), the one 7 h behind (past
+    REMINDER_MAX_LATENESS_SECONDS) runs not at all; both wait for their next hour."""
+    device = await register_device(api)
+    caught_up, stale = await api.new_thread(), await api.new_thread()
+    body = {"prompt": "Hourly check", "kind": "cron", "rule": "0 * * * *"}
+    ids = [(await _create(api, thread_id=t, **body)).json()["id"] for t in (caught_up, stale)]
+    api.llm.script(Text("All fine since this morning."))
+    scheduler = api.app.state.timer_scheduler
+    hour = clock.now().replace(minute=0, second=0, microsecond=0)
+    missed = hour - timedelta(hours=3)
+    await scheduler.stop()  # the service is down
+    try:
+        for schedule_id, since in zip(ids, (missed, hour - timedelta(hours=7)), strict=True):
+            statement = update(Schedule).where(Schedule.id == UUID(schedule_id))
+            await api.db.execute(statement.values(next_run_at=since))
+        await api.db.commit()
+    finally:
+        scheduler.start()  # back: its first round is at once
+
+    (run,) = await _wait_runs(api, caught_up, 1)
+    assert run.status == "completed"
+    (asked, _) = await api.messages(caught_up)
+    assert asked["content"] == "Hourly check"
+    assert asked["client_message_id"] == f"schedule:{ids[0]}:{missed:%Y-%m-%dT%H:%M:%S.%fZ}"
+    await fake_apns.wait_for(lambda: fake_apns.to(device["token"]))
+    (push,) = fake_apns.to(device["token"])
+    assert push.payload["kind"] == "run_completed" and push.payload["run_id"] == str(run.id)
+    await asyncio.sleep(1.0)
+    assert len(await _runs(api, caught_up)) == 1 and await _runs(api, stale) == []
+    following = served_timestamp(hour + timedelta(hours=1))
+    for schedule_id in ids:
+        read = await api.client.get(f"/api/schedules/{schedule_id}", headers=api.headers)
+        assert read.json()["status"] == "active" and read.json()["next_run_at"] == following
