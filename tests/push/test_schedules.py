@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import secrets
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -24,6 +25,7 @@ from tests.orchestrator.support import OrchestratorApi
 from tests.push.conftest import register_device
 from tests.support.fake_apns import FakeApns
 from tests.support.fake_llm import Call, Error, Text, ToolCalls
+from tests.support.test_tools import GateTool
 
 
 async def _create(api: OrchestratorApi, headers: dict | None = None, **body: Any) -> Any:
@@ -281,3 +283,50 @@ async def test_after_downtime_a_schedule_runs_once_for_its_missed_times_a_stale_
     for schedule_id in ids:
         read = await api.client.get(f"/api/schedules/{schedule_id}", headers=api.headers)
         assert read.json()["status"] == "active" and read.json()["next_run_at"] == following
+
+
+async def test_a_scheduled_run_starts_a_live_activity_by_push_that_follows_it_to_its_end(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    """Nobody opened the app: the install's push-to-start token gets one `start` for the
+    scheduled run; the activity it started registers its token, gets updates while the
+    run goes and the `end` with its final state."""
+    start_token = secrets.token_hex(40)
+    registered = await api.client.post(
+        "/api/live-activities/push-to-start",
+        json={"push_token": start_token, "environment": "sandbox"},
+        headers=api.headers,
+    )
+    assert registered.status_code == 201, registered.text
+    thread_id = await api.new_thread()
+    body = {"thread_id": thread_id, "prompt": "Morning digest", "kind": "cron", "rule": "0 8 * * *"}
+    schedule = (await _create(api, **body)).json()
+    GateTool.gate = asyncio.Event()
+    api.llm.script(ToolCalls(Call("test_gate", {"action": "wait"})), Text("Your digest."))
+    await _due_now(api, schedule["id"])
+
+    await fake_apns.wait_for(lambda: fake_apns.to(start_token))
+    (start,) = fake_apns.to(start_token)
+    (run,) = await _runs(api, thread_id)
+    aps = start.payload["aps"]
+    assert aps["event"] == "start" and aps["attributes-type"] == "RunActivityAttributes"
+    assert aps["attributes"]["threadId"] == thread_id
+    assert aps["attributes"]["runId"] == str(run.id)
+    assert start.headers["apns-push-type"] == "liveactivity"
+    token = secrets.token_hex(40)  # the started activity's own token, sent by the app
+    url = f"/api/threads/{thread_id}/runs/{run.id}/live-activity"
+    followed = await api.client.post(url, json={"push_token": token}, headers=api.headers)
+    assert followed.status_code == 201, followed.text
+    await fake_apns.wait_for(
+        lambda: any(p.payload["aps"]["content-state"]["toolName"] == "test_gate"
+                    for p in fake_apns.to(token))
+    )  # fmt: skip
+    GateTool.gate.set()
+    await fake_apns.wait_for(
+        lambda: any(p.payload["aps"]["event"] == "end" for p in fake_apns.to(token))
+    )
+    pushes = fake_apns.to(token)
+    assert [p.payload["aps"]["event"] for p in pushes][-1] == "end"
+    assert all(p.payload["aps"]["event"] == "update" for p in pushes[:-1])
+    assert pushes[-1].payload["aps"]["content-state"]["status"] == "completed"
+    assert len(fake_apns.to(start_token)) == 1 and not fake_apns.rejected
