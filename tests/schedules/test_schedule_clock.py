@@ -13,8 +13,10 @@ the clock is rewriting that file; the real scheduler, runner and timestamps do t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -96,10 +98,24 @@ def moved_clock() -> Iterator[MovedClock]:
     clock = MovedClock(directory / "faketime")
     clock.file.write_text("+0s\n")
     clock.file.chmod(0o644)
+    started = time.time()
     try:
         yield clock
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+        _remove_stale_faketime_memory(since=started)
+
+
+def _remove_stale_faketime_memory(since: float) -> None:
+    """libfaketime's shared memory of processes that ended without its clean-up (killed,
+    or exec'd away), made during this test: a later process given the same pid would
+    fail to start (libfaketime's README, "Cleaning up shared memory")."""
+    for path in Path("/dev/shm").glob("*faketime_s*_*"):
+        pid = path.name.rsplit("_", 1)[-1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            with contextlib.suppress(OSError):
+                if path.stat().st_mtime >= since:
+                    path.unlink()
 
 
 @contextmanager
@@ -167,8 +183,12 @@ async def deployment(
                 await wait_ready(http)
                 yield Deployment(http, sessions, user)
         finally:
-            server.kill()
-            server.wait(timeout=10)
+            server.terminate()  # a clean exit: libfaketime frees its shared memory
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=10)
             await engine.dispose()
 
 
