@@ -14,7 +14,9 @@ Between rounds it sleeps until the earliest pending time (at most
 `REMINDER_POLL_SECONDS`), and a change in this process that moves one wakes it at once
 (app/tasks/reminders.wakers); a change made in another process is that process's
 scheduler's to notice, and this one's poll backs both up. No polling storm: an idle
-deployment makes one `min()` query per process per poll.
+deployment makes one `min()` query per process per poll, and a time that is due while
+another host's claim holds its rows (skipped: SKIP LOCKED) is looked at again after
+`HELD_ELSEWHERE_SECONDS`, not at once in a loop.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from app.tasks import reminders as task_reminders
 from app.timers import reminders, repository, schedule_runs
 
 logger = logging.getLogger(__name__)
+HELD_ELSEWHERE_SECONDS = 0.25  # the wait for rows another host's claim holds
 
 
 class TimerScheduler:
@@ -70,16 +73,19 @@ class TimerScheduler:
         await self._service.stop()
 
     async def _round(self) -> float | None:
-        full = False
+        claimed = 0
         if self._send_reminders:
             claimed = await reminders.fire_due(self._sessions, self.settings, self._postgres)
-            full = claimed == repository.BATCH
         started = await schedule_runs.fire_due(
             self._sessions, self.settings, postgres=self._postgres
         )
-        if full or started == repository.SCHEDULE_BATCH:
+        if claimed == repository.BATCH or started == repository.SCHEDULE_BATCH:
             return 0.0  # more may be due: again at once
         self._sleep = await self._until_next()
+        if self._sleep == 0.0 and not (claimed or started):
+            # Due, yet nothing to take: another host's claim holds those rows (SKIP
+            # LOCKED) until it commits or dies. Looking again at once would spin.
+            self._sleep = min(HELD_ELSEWHERE_SECONDS, self.settings.reminder_poll_seconds)
         return None  # sleep `_sleep`, or less if woken
 
     async def _until_next(self) -> float:

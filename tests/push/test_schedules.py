@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import secrets
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -24,6 +25,7 @@ from tests.orchestrator.support import OrchestratorApi
 from tests.push.conftest import register_device
 from tests.support.fake_apns import FakeApns
 from tests.support.fake_llm import Call, Error, Text, ToolCalls
+from tests.support.test_tools import GateTool
 
 
 async def _create(api: OrchestratorApi, headers: dict | None = None, **body: Any) -> Any:
@@ -242,3 +244,89 @@ async def test_a_due_time_past_a_limit_starts_no_run(api: OrchestratorApi, limit
     messages = await api.messages(thread_id)
     assert [m["content"] for m in messages if m["role"] == "user"] == ["Check"]
     assert messages[0]["client_message_id"].startswith(f"schedule:{schedule['id']}:")
+
+
+async def test_after_downtime_a_schedule_runs_once_for_its_missed_times_a_stale_one_waits(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    """The service was down over these hourly schedules' times: the one whose first
+    missed time is 3 h old runs once (not once per missed hour), the one 7 h behind (past
+    REMINDER_MAX_LATENESS_SECONDS) runs not at all; both wait for their next hour."""
+    device = await register_device(api)
+    caught_up, stale = await api.new_thread(), await api.new_thread()
+    body = {"prompt": "Hourly check", "kind": "cron", "rule": "0 * * * *"}
+    ids = [(await _create(api, thread_id=t, **body)).json()["id"] for t in (caught_up, stale)]
+    api.llm.script(Text("All fine since this morning."))
+    scheduler = api.app.state.timer_scheduler
+    hour = clock.now().replace(minute=0, second=0, microsecond=0)
+    missed = hour - timedelta(hours=3)
+    await scheduler.stop()  # the service is down
+    try:
+        for schedule_id, since in zip(ids, (missed, hour - timedelta(hours=7)), strict=True):
+            statement = update(Schedule).where(Schedule.id == UUID(schedule_id))
+            await api.db.execute(statement.values(next_run_at=since))
+        await api.db.commit()
+    finally:
+        scheduler.start()  # back: its first round is at once
+
+    (run,) = await _wait_runs(api, caught_up, 1)
+    assert run.status == "completed"
+    (asked, _) = await api.messages(caught_up)
+    assert asked["content"] == "Hourly check"
+    assert asked["client_message_id"] == f"schedule:{ids[0]}:{missed:%Y-%m-%dT%H:%M:%S.%fZ}"
+    await fake_apns.wait_for(lambda: fake_apns.to(device["token"]))
+    (push,) = fake_apns.to(device["token"])
+    assert push.payload["kind"] == "run_completed" and push.payload["run_id"] == str(run.id)
+    await asyncio.sleep(1.0)
+    assert len(await _runs(api, caught_up)) == 1 and await _runs(api, stale) == []
+    following = served_timestamp(hour + timedelta(hours=1))
+    for schedule_id in ids:
+        read = await api.client.get(f"/api/schedules/{schedule_id}", headers=api.headers)
+        assert read.json()["status"] == "active" and read.json()["next_run_at"] == following
+
+
+async def test_a_scheduled_run_starts_a_live_activity_by_push_that_follows_it_to_its_end(
+    api: OrchestratorApi, fake_apns: FakeApns
+) -> None:
+    """Nobody opened the app: the install's push-to-start token gets one `start` for the
+    scheduled run; the activity it started registers its token, gets updates while the
+    run goes and the `end` with its final state."""
+    start_token = secrets.token_hex(40)
+    registered = await api.client.post(
+        "/api/live-activities/push-to-start",
+        json={"push_token": start_token, "environment": "sandbox"},
+        headers=api.headers,
+    )
+    assert registered.status_code == 201, registered.text
+    thread_id = await api.new_thread()
+    body = {"thread_id": thread_id, "prompt": "Morning digest", "kind": "cron", "rule": "0 8 * * *"}
+    schedule = (await _create(api, **body)).json()
+    GateTool.gate = asyncio.Event()
+    api.llm.script(ToolCalls(Call("test_gate", {"action": "wait"})), Text("Your digest."))
+    await _due_now(api, schedule["id"])
+
+    await fake_apns.wait_for(lambda: fake_apns.to(start_token))
+    (start,) = fake_apns.to(start_token)
+    (run,) = await _runs(api, thread_id)
+    aps = start.payload["aps"]
+    assert aps["event"] == "start" and aps["attributes-type"] == "RunActivityAttributes"
+    assert aps["attributes"]["threadId"] == thread_id
+    assert aps["attributes"]["runId"] == str(run.id)
+    assert start.headers["apns-push-type"] == "liveactivity"
+    token = secrets.token_hex(40)  # the started activity's own token, sent by the app
+    url = f"/api/threads/{thread_id}/runs/{run.id}/live-activity"
+    followed = await api.client.post(url, json={"push_token": token}, headers=api.headers)
+    assert followed.status_code == 201, followed.text
+    await fake_apns.wait_for(
+        lambda: any(p.payload["aps"]["content-state"]["toolName"] == "test_gate"
+                    for p in fake_apns.to(token))
+    )  # fmt: skip
+    GateTool.gate.set()
+    await fake_apns.wait_for(
+        lambda: any(p.payload["aps"]["event"] == "end" for p in fake_apns.to(token))
+    )
+    pushes = fake_apns.to(token)
+    assert [p.payload["aps"]["event"] for p in pushes][-1] == "end"
+    assert all(p.payload["aps"]["event"] == "update" for p in pushes[:-1])
+    assert pushes[-1].payload["aps"]["content-state"]["status"] == "completed"
+    assert len(fake_apns.to(start_token)) == 1 and not fake_apns.rejected

@@ -56,14 +56,16 @@ def server_env(
     }
 
 
-def start_server(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def start_server(
+    port: int, env: dict[str, str], factory: str = "tests.support.orchestrator_app:create"
+) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             sys.executable,
             "-m",
             "uvicorn",
             "--factory",
-            "tests.support.orchestrator_app:create",
+            factory,
             "--host",
             "127.0.0.1",
             "--port",
