@@ -15,7 +15,7 @@ from app.lib.pagination import DEFAULT_PAGE_SIZE
 from app.lib.problems import ProblemException, problems
 from app.settings import Settings
 from app.threads import branches, repository
-from app.threads.branch_schemas import BranchSwitch, MessageEdit, ReplyRegenerate
+from app.threads.branch_schemas import IfRunning, MessageEdit, ReplyRegenerate
 from app.threads.message_controllers import POSTED_RESPONSES
 from app.threads.message_reads import list_owned_messages
 from app.threads.schemas import MessagePage, MessagePosted
@@ -101,7 +101,9 @@ class BranchController(SignedInController):
         message_id: UUID,
         db_session: AsyncSession,
         current_user: User,
-        data: BranchSwitch | None = None,
+        # as the body's `if_running` of edit and regenerate (a query parameter: a switch
+        # has no body, and clients call it without one)
+        if_running: IfRunning | None = None,
     ) -> Response[MessagePage]:
         """Show the branch through `message_id` (a sibling's id, for "‹ 2/3 ›"), up to its
         newest message; answers that branch's latest page (200). While a run is under way
@@ -110,7 +112,6 @@ class BranchController(SignedInController):
         runs under way to end, 202 answers the branch still shown and a `branch` frame
         tells of the switch when it is made."""
         thread, agent_type = await get_owned_thread_for_post(db_session, current_user, thread_id)
-        if_running = data.if_running if data is not None else None
         switched = await branches.switch_branch(
             db_session, thread, agent_type, message_id, if_running
         )

@@ -33,12 +33,3 @@ class ReplyRegenerate(Input):
     # Idempotency key: a repeat answers 200 with the run first queued.
     client_message_id: ClientMessageId | None = None
     if_running: IfRunning | None = None
-
-
-class BranchSwitch(Input):
-    """Which branch to show is the path's message; the body says what to do while a run
-    is under way: `reject` (409), `cancel` (the runs stop, then the switch), `queue` (the
-    switch is made when the runs under way have ended). Unset: the agent type's
-    `double_texting`, as posting. The body may be left out."""
-
-    if_running: IfRunning | None = None

@@ -20,6 +20,8 @@ from tests.support.fake_llm import Call, Text, ToolCalls
 
 async def _act(api: OrchestratorApi, thread_id: str, message_id: str, action: str, **body: Any):
     url = f"/api/threads/{thread_id}/messages/{message_id}/{action}"
+    if action == "switch":  # no body: `if_running` in the query
+        return await api.client.post(url, params=body, headers=api.headers)
     return await api.client.post(url, json=body, headers=api.headers)
 
 
@@ -43,6 +45,8 @@ async def test_switch_during_a_run_rejects_or_cancels(api: OrchestratorApi) -> N
     posted = (await api.post(thread_id, "go on slowly")).json()
     await api.wait_activity("in_progress", "test_slow")
 
+    unknown = await _act(api, thread_id, first["id"], "switch", if_running="later")
+    assert unknown.status_code == 400
     refused = await _act(api, thread_id, first["id"], "switch", if_running="reject")
     assert refused.status_code == 409
     assert refused.json()["active_run_id"] == posted["run"]["id"]
