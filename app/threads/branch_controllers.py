@@ -6,6 +6,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from litestar import Response, post
+from litestar.openapi.datastructures import ResponseSpec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.accounts.deps import SignedInController
@@ -14,13 +15,18 @@ from app.lib.pagination import DEFAULT_PAGE_SIZE
 from app.lib.problems import ProblemException, problems
 from app.settings import Settings
 from app.threads import branches, repository
-from app.threads.branch_schemas import MessageEdit, ReplyRegenerate
+from app.threads.branch_schemas import IfRunning, MessageEdit, ReplyRegenerate
 from app.threads.message_controllers import POSTED_RESPONSES
 from app.threads.message_reads import list_owned_messages
 from app.threads.schemas import MessagePage, MessagePosted
 from app.threads.serializers import message_read, run_read
-from app.threads.services import get_owned_thread, get_owned_thread_for_post
+from app.threads.services import get_owned_thread_for_post
 from app.usage.budget import refuse_if_spent
+
+# A switch kept for the end of the runs under way: the branch still shown.
+SWITCH_KEPT = ResponseSpec(
+    MessagePage, description="The switch waits for the runs under way; the page still shown"
+)
 
 
 class BranchController(SignedInController):
@@ -83,15 +89,33 @@ class BranchController(SignedInController):
         body = MessagePosted(message=message_read(message), run=run_read(run))
         return Response(body, status_code=202 if created else 200)
 
-    @post("/switch", operation_id="SwitchBranch", status_code=200, responses=problems(404, 409))
+    @post(
+        "/switch",
+        operation_id="SwitchBranch",
+        status_code=200,
+        responses={202: SWITCH_KEPT, **problems(404, 409)},
+    )
     async def switch_branch(
-        self, thread_id: UUID, message_id: UUID, db_session: AsyncSession, current_user: User
-    ) -> MessagePage:
+        self,
+        thread_id: UUID,
+        message_id: UUID,
+        db_session: AsyncSession,
+        current_user: User,
+        # as the body's `if_running` of edit and regenerate (a query parameter: a switch
+        # has no body, and clients call it without one)
+        if_running: IfRunning | None = None,
+    ) -> Response[MessagePage]:
         """Show the branch through `message_id` (a sibling's id, for "‹ 2/3 ›"), up to its
-        newest message; answers that branch's latest page. 409 while a run is under way."""
-        thread = await get_owned_thread(db_session, current_user, thread_id)
-        await branches.switch_branch(db_session, thread, message_id)
-        return await list_owned_messages(
+        newest message; answers that branch's latest page (200). While a run is under way
+        `if_running` says what to do: `reject` (409), `cancel` (the runs under way are
+        cancelled; a running one stops first) or `queue`; when the switch must wait for the
+        runs under way to end, 202 answers the branch still shown and a `branch` frame
+        tells of the switch when it is made."""
+        thread, agent_type = await get_owned_thread_for_post(db_session, current_user, thread_id)
+        switched = await branches.switch_branch(
+            db_session, thread, agent_type, message_id, if_running
+        )
+        page = await list_owned_messages(
             db_session,
             current_user,
             thread_id,
@@ -99,3 +123,4 @@ class BranchController(SignedInController):
             after_seq=None,
             before_position=None,
         )
+        return Response(page, status_code=200 if switched else 202)

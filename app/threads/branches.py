@@ -10,7 +10,9 @@ default as posting a message does (the agent type's `double_texting`): `reject` 
 409; `cancel` stops the runs under way; `queue` lets them finish. In both of the latter the
 new branch becomes current when its run starts (the run carries `switch_to`): a run
 writes below the current leaf, so the one still finishing must end on its own branch
-first. The effects of earlier calls (a task created) are not undone.
+first. The effects of earlier calls (a task created) are not undone. A switch follows
+`if_running` too: under `queue` (or `cancel` of a run still stopping) it is kept for the
+end of the runs under way (app/threads/pending_switch.py).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from uuid_utils.compat import uuid7
 
@@ -28,8 +30,10 @@ from app.db.models.run import ACTIVE_RUN_STATUSES
 from app.lib.problems import ProblemException
 from app.threads import repository
 from app.threads.branch_schemas import IfRunning, MessageEdit, ReplyRegenerate
+from app.threads.branch_tree import MESSAGE, SUBTREE_IDS, newest_below, stored
 from app.threads.messages import find_duplicate, rejects_double_texting
-from app.threads.records import StoredMessage, stored_message
+from app.threads.pending_switch import hold, lock_active_runs
+from app.threads.records import StoredMessage
 from app.threads.runs import queue_run, request_cancel
 from app.threads.writer import (
     create_message,
@@ -40,56 +44,16 @@ from app.threads.writer import (
     versions_of,
 )
 
-_messages = ThreadMessage.__table__
-_MESSAGE = select(_messages).where(
-    _messages.c.id == bindparam("message_id"), _messages.c.thread_id == bindparam("thread_id")
-)
 
-
-def _below(root: Any) -> Any:
-    """`root` and every message under it (a recursive CTE of `id`, `position`)."""
-    top = select(_messages.c.id, _messages.c.position).where(_messages.c.id == root)
-    tree = top.cte("below", recursive=True)
-    down = select(_messages.c.id, _messages.c.position).where(
-        _messages.c.thread_id == bindparam("thread_id"), _messages.c.parent_id == tree.c.id
-    )
-    return tree.union_all(down)
-
-
-_SUBTREE = _below(bindparam("message_id"))
-_SUBTREE_IDS = select(_SUBTREE.c.id)
-_NEWEST_BELOW = select(_SUBTREE.c.id).order_by(_SUBTREE.c.position.desc()).limit(1)
-
-
-async def _stored(session: AsyncSession, thread_id: UUID, message_id: Any) -> StoredMessage:
-    """A message of the thread, as stored; another thread's (or none): 404."""
-    params = {"thread_id": thread_id, "message_id": message_id}
-    rows = (await direct.execute(session, _MESSAGE, params)).mappings()
-    if not rows:
-        raise ProblemException(404, "Message not found.")
-    return stored_message(rows[0])
-
-
-async def _newest_below(session: AsyncSession, thread_id: UUID, message_id: UUID) -> UUID:
-    params = {"thread_id": thread_id, "message_id": message_id}
-    return await direct.scalar(session, _NEWEST_BELOW, params)
-
-
-async def _make_way(
-    session: AsyncSession, thread: Thread, agent_type: str | None, if_running: IfRunning | None
-) -> bool:
-    """Apply the request's policy to the runs under way (the thread locked first, so
-    concurrent requests take turns); whether one is still under way after it."""
-    await lock_thread(session, thread.id)
-    active = list(
-        await session.scalars(
-            select(Run)
-            .where(Run.thread_id == thread.id, Run.status.in_(ACTIVE_RUN_STATUSES))
-            .order_by(Run.created_at, Run.id)
-        )
-    )
-    if not active:
-        return False
+async def _policy(
+    session: AsyncSession,
+    thread: Thread,
+    agent_type: str | None,
+    if_running: IfRunning | None,
+    active: list[Run],
+) -> IfRunning:
+    """What the request does about the runs under way: `cancel` or `queue`; `reject`
+    (asked, or the agent type refuses double texting): 409 naming the run."""
     rejects = await rejects_double_texting(session, thread, agent_type)
     policy = if_running or ("reject" if rejects else "queue")
     if policy == "reject" or (policy == "queue" and rejects):
@@ -98,10 +62,32 @@ async def _make_way(
             "The agent is still working on the previous message.",
             active_run_id=str(active[0].id),
         )
+    return policy
+
+
+async def _make_way(
+    session: AsyncSession,
+    thread: Thread,
+    agent_type: str | None,
+    if_running: IfRunning | None,
+    active: list[Run],
+) -> bool:
+    """Apply the request's policy to the runs under way (`lock_active_runs`'); whether
+    one is still under way after it."""
+    if not active:
+        return False
+    policy = await _policy(session, thread, agent_type, if_running, active)
+    await hold(session, active, None)  # this request's branch replaces a switch kept
     if policy == "cancel":
-        ended = [await request_cancel(session, run) for run in active]
-        return any(run.status in ACTIVE_RUN_STATUSES for run in ended)
+        return bool(await _cancel(session, active))
     return True
+
+
+async def _cancel(session: AsyncSession, active: list[Run]) -> list[Run]:
+    """Cancel the runs: a queued one ends now, a running one is asked to stop; those
+    still under way (stopping)."""
+    ended = [await request_cancel(session, run) for run in active]
+    return [run for run in ended if run.status in ACTIVE_RUN_STATUSES]
 
 
 async def edit_message(
@@ -113,15 +99,15 @@ async def edit_message(
 ) -> tuple[StoredMessage | ThreadMessage, Run, bool]:
     """A new version of a user message and the run that answers it; `created` False for
     a repeated client id (the version first created and its run)."""
-    original = await _stored(session, thread.id, message_id)
+    original = await stored(session, thread.id, message_id)
     if original.role != "user":
         raise ProblemException(409, "Only a user message can be edited; regenerate a reply.")
+    active = await lock_active_runs(session, thread)
     if data.client_message_id is not None:
-        await lock_thread(session, thread.id)
         duplicate = await find_duplicate(session, thread, data.client_message_id)
         if duplicate is not None:
             return duplicate[0], duplicate[1], False
-    busy = await _make_way(session, thread, agent_type, data.if_running)
+    busy = await _make_way(session, thread, agent_type, data.if_running, active)
     run_id = uuid7()
     fields = {"content": data.content, "client_message_id": data.client_message_id}
     version = await create_message(
@@ -140,13 +126,13 @@ async def regenerate_reply(
 ) -> tuple[StoredMessage, Run, bool]:
     """A new run answering the user message `message_id` is (or answers): the user message
     and the run; `created` False for a repeated client id."""
-    question = await _question_of(session, thread.id, await _stored(session, thread.id, message_id))
+    question = await _question_of(session, thread.id, await stored(session, thread.id, message_id))
+    active = await lock_active_runs(session, thread)
     if data.client_message_id is not None:
-        await lock_thread(session, thread.id)
         for run in await session.scalars(repository.run_triggered_by(question.id)):
             if (run.options or {}).get("client_message_id") == data.client_message_id:
                 return question, run, False
-    busy = await _make_way(session, thread, agent_type, data.if_running)
+    busy = await _make_way(session, thread, agent_type, data.if_running, active)
     options = {"client_message_id": data.client_message_id} if data.client_message_id else {}
     run = await _answer(session, thread, question, busy, options=options, agent_id=data.agent_id)
     return question, run, True
@@ -161,7 +147,7 @@ async def _question_of(
     run = await session.get(Run, message.run_id) if message.run_id else None
     if run is None or run.trigger_message_id is None:
         raise ProblemException(409, "This message answers no user message.")
-    return await _stored(session, thread_id, run.trigger_message_id)
+    return await stored(session, thread_id, run.trigger_message_id)
 
 
 async def _answer(
@@ -201,7 +187,7 @@ async def follow_branch(
     if await session.scalar(repository.run_messages(run_id).limit(1)) is not None:
         return
     params = {"thread_id": thread_id, "message_id": UUID(message_id)}
-    rows = (await direct.execute(session, _MESSAGE, params)).mappings()
+    rows = (await direct.execute(session, MESSAGE, params)).mappings()
     if rows:
         await move_leaf(session, thread_id, rows[0]["id"])
 
@@ -214,12 +200,28 @@ async def _refuse_while_running(session: AsyncSession, thread: Thread) -> None:
         )
 
 
-async def switch_branch(session: AsyncSession, thread: Thread, message_id: UUID) -> None:
-    """Show the branch through `message_id`, up to its newest message."""
-    await lock_thread(session, thread.id)
-    await _stored(session, thread.id, message_id)
-    await _refuse_while_running(session, thread)
-    await move_leaf(session, thread.id, await _newest_below(session, thread.id, message_id))
+async def switch_branch(
+    session: AsyncSession,
+    thread: Thread,
+    agent_type: str | None,
+    message_id: UUID,
+    if_running: IfRunning | None,
+) -> bool:
+    """Show the branch through `message_id`, up to its newest message: now (True), or,
+    while a run is under way, as `if_running` says (False: kept for the end of the runs
+    under way, app/threads/pending_switch.py)."""
+    active = await lock_active_runs(session, thread)
+    await stored(session, thread.id, message_id)
+    if active:
+        policy = await _policy(session, thread, agent_type, if_running, active)
+        await hold(session, active, None)
+        if policy == "cancel":
+            active = await _cancel(session, active)
+    if active:
+        await hold(session, active, message_id)
+        return False
+    await move_leaf(session, thread.id, await newest_below(session, thread.id, message_id))
+    return True
 
 
 async def delete_branch(session: AsyncSession, thread: Thread, message_id: UUID) -> None:
@@ -227,10 +229,10 @@ async def delete_branch(session: AsyncSession, thread: Thread, message_id: UUID)
     counts change); if the thread showed the deleted branch it shows the newest version
     left, else the message above."""
     await lock_thread(session, thread.id)
-    message = await _stored(session, thread.id, message_id)
+    message = await stored(session, thread.id, message_id)
     await _refuse_while_running(session, thread)
     params = {"thread_id": thread.id, "message_id": message_id}
-    doomed = [row[0] for row in (await direct.execute(session, _SUBTREE_IDS, params)).rows]
+    doomed = [row[0] for row in (await direct.execute(session, SUBTREE_IDS, params)).rows]
     leaf_id = await session.scalar(select(Thread.current_leaf_id).where(Thread.id == thread.id))
     await delete_messages(session, thread.id, doomed)
     versions = await versions_of(session, thread.id, message.parent_id)
@@ -238,6 +240,6 @@ async def delete_branch(session: AsyncSession, thread: Thread, message_id: UUID)
         await record_versions(session, versions[0])
     if leaf_id in doomed:
         rest = versions[-1].id if versions else message.parent_id
-        leaf_id = None if rest is None else await _newest_below(session, thread.id, rest)
+        leaf_id = None if rest is None else await newest_below(session, thread.id, rest)
     # Moved even when it stays: the move's frame tells every device what was deleted.
     await move_leaf(session, thread.id, leaf_id, doomed)

@@ -19,6 +19,7 @@ from app.db.models import Run, RunStatus, Thread
 from app.lib.lookup import one_or_404
 from app.threads import changes, repository
 from app.threads.open_cells import close_open_activities
+from app.threads.pending_switch import after_run_end
 
 CANCELLED_BY_USER = "Cancelled by the user."
 
@@ -79,6 +80,7 @@ async def request_cancel(session: AsyncSession, run: Run) -> Run:
                 session, cancelled.id, error_type="cancelled", error=CANCELLED_BY_USER
             )
             changes.run_changed(session, cancelled)
+            await after_run_end(session, cancelled)  # a branch switch it kept
             return cancelled
         await session.refresh(run)  # claimed meanwhile: now running (or already ended)
     if run.status == RunStatus.RUNNING.value:

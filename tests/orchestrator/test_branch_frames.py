@@ -141,3 +141,19 @@ async def test_a_phone_away_during_a_switch_resumes_to_a_fresh_get(
     # the resume named the leaf with a seq after the one held (no message changed)
     assert b.branch_frames[-1]["seq"] > held
     assert b.branch_frames[-1]["current_leaf_id"] == first["id"]
+
+
+async def test_a_phone_subscribing_after_a_switch_learns_the_leaf(
+    api: OrchestratorApi, openai_base_url: str
+) -> None:
+    api.llm.script(Text("one"), Text("two"))
+    thread_id, _ = await api.turn("a number?")
+    _, first = await api.messages(thread_id)
+    await _act(api, thread_id, first["id"], "regenerate")
+    await _act(api, thread_id, first["id"], "switch")
+    # a phone that never subscribed to this thread (it holds nothing) subscribes now
+    fresh = Device(_ws_url(openai_base_url), api.user.token, thread_id)
+    async with fresh.online():
+        await fresh.sees_a_fresh_get(api)
+    assert fresh.branch_frames[-1]["current_leaf_id"] == first["id"]
+    assert [m["content"] for m in fresh.state.branch()] == ["a number?", "one"]

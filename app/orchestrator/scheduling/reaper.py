@@ -38,6 +38,7 @@ from app.orchestrator.scheduling.runs import INTERRUPTED
 from app.settings import Settings
 from app.threads import changes
 from app.threads.open_cells import close_open_activities
+from app.threads.pending_switch import after_run_end
 
 logger = logging.getLogger(__name__)
 # On shutdown, a reaping under way finishes first; one that takes longer is cancelled.
@@ -228,6 +229,7 @@ async def _fail_running(
             session, run.id, error_type="system_error", error=activity_error
         )
         changes.run_changed(session, run)
+        await after_run_end(session, run)  # a branch switch it kept
     return failed
 
 

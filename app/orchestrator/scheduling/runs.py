@@ -1,7 +1,8 @@
 """The end of a run its runner holds: finished (with its answer), its open cells closed.
 
 A run is the unit of work: queued -> running (under a lease the runner renews) ->
-completed | failed | cancelled. Queueing, reading and cancelling a run is the threads
+completed | failed | cancelled (its end makes a branch switch it kept:
+app/threads/pending_switch.py). Queueing, reading and cancelling a run is the threads
 domain's (app/threads/runs.py); the runner claims runs (claims.py), renews their leases
 (leases.py) and fails those of runners gone (reaper.py, heartbeats.py). Every status
 change is announced after commit.
@@ -21,6 +22,7 @@ from app.db.models import Run, RunStatus
 from app.threads import activity as cell
 from app.threads import changes
 from app.threads.fence import Fenced, Lease
+from app.threads.pending_switch import after_run_end
 from app.threads.records import StoredRun, stored_runs
 from app.threads.writer import create_message_with
 
@@ -40,7 +42,9 @@ async def finish_run(
     statement = _finish_statement(changes.run_end_values())
     params = _finish_params(lease, status, error, usage)
     rows = await direct.execute(session, statement, params)
-    return _ended(session, lease, rows.mappings())
+    ended = _ended(session, lease, rows.mappings())
+    await after_run_end(session, ended)
+    return ended
 
 
 async def finish_run_with_answer(
@@ -57,8 +61,10 @@ async def finish_run_with_answer(
     left uncommitted, rolls the answer back)."""
     statement = _finish_statement(changes.run_end_values())
     params = _finish_params(lease, RunStatus.COMPLETED, usage=usage)
-    _, ended = await create_message_with(session, thread_id, answer, statement, params)
-    return _ended(session, lease, [] if ended is None else [ended])
+    _, row = await create_message_with(session, thread_id, answer, statement, params)
+    ended = _ended(session, lease, [] if row is None else [row])
+    await after_run_end(session, ended)
+    return ended
 
 
 # The run's usage is written by the UPDATE that ends it (one statement fewer a turn than
