@@ -21,7 +21,8 @@ from typing import Any
 
 import msgspec
 
-from app.lib.openapi import NULL_SCHEMA, swift_ready, with_open_enums, with_property_refs
+from app.lib.open_schemas import with_open_schemas
+from app.lib.openapi import NULL_SCHEMA, swift_ready, with_property_refs
 
 REF_TEMPLATE = "#/components/schemas/{name}"
 
@@ -95,7 +96,7 @@ def struct_components(roots: Iterable[type]) -> dict[str, dict[str, Any]]:
                         member["format"] = "date-time"
             if field.encode_name in omitted:
                 properties[field.encode_name] = _without_null(prop)
-    return with_open_enums(with_property_refs(swift_ready(_typed_enums(schemas))))
+    return with_open_schemas(with_property_refs(swift_ready(_typed_enums(schemas))))
 
 
 def _typed_enums(node: Any) -> Any:
@@ -114,18 +115,16 @@ def _typed_enums(node: Any) -> Any:
     return node
 
 
-def tagged_union(
-    structs: list[type], description: str, *, fallback: str | None = None
-) -> dict[str, Any]:
+def tagged_union(structs: list[type], description: str) -> dict[str, Any]:
     """One schema for Structs tagged by `type`: `oneOf` their `$ref`s with a
     `discriminator`, so generators make an enum with a case per Struct (not one struct of
-    optionals). `fallback` makes the union open: documented as what a client does with
-    a `type` it does not know (`x-fallback`, a schema every member and future one fits)."""
+    optionals). A union that grows is published open besides (`open_union` of
+    app/lib/open_schemas.py)."""
 
     def ref(struct: type) -> str:
         return REF_TEMPLATE.format(name=struct.__name__)
 
-    union: dict[str, Any] = {
+    return {
         "description": description,
         "oneOf": [{"$ref": ref(s)} for s in structs],
         "discriminator": {
@@ -133,12 +132,3 @@ def tagged_union(
             "mapping": {str(s.__struct_config__.tag): ref(s) for s in structs},  # type: ignore[attr-defined]
         },
     }
-    if fallback is not None:
-        union["description"] = f"{description} Open: {fallback}"
-        union["x-fallback"] = {
-            "type": "object",
-            "description": fallback,
-            "properties": {"type": {"type": "string"}},
-            "required": ["type"],
-        }
-    return union

@@ -10,6 +10,7 @@ import json
 import sys
 from typing import Any
 
+from app.lib.open_schemas import open_union, with_open_schemas
 from app.lib.struct_schema import REF_TEMPLATE, struct_components, tagged_union
 from app.realtime import events
 from app.settings import PROJECT_ROOT
@@ -85,15 +86,18 @@ def _ref(struct: type) -> str:
     return REF_TEMPLATE.format(name=struct.__name__)
 
 
-SERVER_FRAME_FALLBACK = (
-    "new frame types may be added; decode `type` first and skip a frame whose `type` you "
-    "do not know (nothing needed to stay in sync comes only in a new frame type)."
+open_union(
+    "ServerFrame",
+    "UnknownServerFrame",
+    "A frame of a `type` this client does not know (new frame types may be added): skip "
+    "it (nothing needed to stay in sync comes only in a new frame type).",
 )
 
 
 def frame_components() -> dict[str, dict[str, Any]]:
     """The frames' schemas (and those they contain, a cell's `data` union `ToolData`
-    with its members), `ClientFrame` and `ServerFrame`.
+    with its members), `ClientFrame` and `ServerFrame`, and the open ones
+    (`OpenServerFrame`, `OpenToolData`, …: app/lib/open_schemas.py).
 
     Also components of openapi/openapi.json, so an app generating its models from that
     one document gets the frame types too.
@@ -101,10 +105,8 @@ def frame_components() -> dict[str, dict[str, Any]]:
     schemas = struct_components(CLIENT_FRAMES + SERVER_FRAMES)  # `type`: a const per frame
     schemas.update(data_components())
     schemas["ClientFrame"] = tagged_union(CLIENT_FRAMES, "A frame the client sends.")
-    schemas["ServerFrame"] = tagged_union(
-        SERVER_FRAMES, "A frame the server sends.", fallback=SERVER_FRAME_FALLBACK
-    )
-    return schemas
+    schemas["ServerFrame"] = tagged_union(SERVER_FRAMES, "A frame the server sends.")
+    return with_open_schemas(schemas)
 
 
 def _asyncapi_schemas() -> dict[str, dict[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from app.lib.open_schemas import open_union
 from app.lib.struct_schema import struct_components, tagged_union
 from app.tools.base import Tool, ToolData
 from app.tools.builtin.memory import MemoryTool
@@ -44,9 +45,12 @@ DATA_DESCRIPTION = (
     "tool and action (GET /api/tools, `result_schemas`), `progress` while it runs, "
     "`error` once it failed."
 )
-DATA_FALLBACK = (
-    "new result types may be added; show a cell whose `data.type` you do not know from "
-    "its generic fields (`name`, `status`, `display_message`, `preview`, `error`)."
+open_union(
+    "ToolData",
+    "UnknownToolData",
+    "A cell's `data` of a `type` this client does not know (new result types may be "
+    "added): show the cell from its generic fields (`name`, `status`, `display_message`, "
+    "`preview`, `error`).",
 )
 
 
@@ -55,5 +59,5 @@ def data_components() -> dict[str, dict[str, Any]]:
     `ToolData`: components of openapi/openapi.json and openapi/asyncapi.json."""
     kinds = data_types()
     schemas = struct_components(kinds)
-    schemas["ToolData"] = tagged_union(kinds, DATA_DESCRIPTION, fallback=DATA_FALLBACK)
+    schemas["ToolData"] = tagged_union(kinds, DATA_DESCRIPTION)
     return schemas
