@@ -5,7 +5,7 @@ Apple's swift-openapi-generator reads `enum` and `oneOf` as closed: an unknown v
 throws, and the whole page with it. Its documented pattern for open ones ("Useful OpenAPI
 patterns", "Open enums and oneOfs") wraps them in an `anyOf` whose second member takes
 anything else: `anyOf: [{$ref: ToolStatus}, {type: string}]` for an enum, `anyOf:
-[{$ref: ToolData}, {$ref: UnknownToolData}]` for a union (an object with a `type`). Every
+[{$ref: ToolData}, {$ref: UnknownData}]` for a union (an object with a `type`). Every
 response property holding one refers to that wrapper (`OpenToolStatus`, `OpenToolData`);
 the closed schema stays a component of its own, so the other generators keep a typed
 enum or union: openapi-python-client and the TypeScript generators type the property
@@ -90,6 +90,7 @@ def _union_components(union: str) -> dict[str, dict[str, Any]]:
     return {
         fallback: {
             "type": "object",
+            "title": fallback,
             "description": description,
             "properties": {"type": {"type": "string"}},
             "required": ["type"],

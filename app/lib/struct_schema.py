@@ -115,16 +115,18 @@ def _typed_enums(node: Any) -> Any:
     return node
 
 
-def tagged_union(structs: list[type], description: str) -> dict[str, Any]:
+def tagged_union(
+    structs: list[type], description: str, *, fallback: str | None = None
+) -> dict[str, Any]:
     """One schema for Structs tagged by `type`: `oneOf` their `$ref`s with a
     `discriminator`, so generators make an enum with a case per Struct (not one struct of
-    optionals). A union that grows is published open besides (`open_union` of
-    app/lib/open_schemas.py)."""
+    optionals). `fallback` makes the union open: documented as what a client does with
+    a `type` it does not know (`x-fallback`, a schema every member and future one fits)."""
 
     def ref(struct: type) -> str:
         return REF_TEMPLATE.format(name=struct.__name__)
 
-    return {
+    union: dict[str, Any] = {
         "description": description,
         "oneOf": [{"$ref": ref(s)} for s in structs],
         "discriminator": {
@@ -132,3 +134,12 @@ def tagged_union(structs: list[type], description: str) -> dict[str, Any]:
             "mapping": {str(s.__struct_config__.tag): ref(s) for s in structs},  # type: ignore[attr-defined]
         },
     }
+    if fallback is not None:
+        union["description"] = f"{description} Open: {fallback}"
+        union["x-fallback"] = {
+            "type": "object",
+            "description": fallback,
+            "properties": {"type": {"type": "string"}},
+            "required": ["type"],
+        }
+    return union

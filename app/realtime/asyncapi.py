@@ -36,6 +36,13 @@ SERVER_FRAMES: list[type[events.Frame]] = [
     events.PongFrame,
     events.ErrorFrame,
 ]
+# Published open besides (`OpenServerFrame`: app/lib/open_schemas.py), with `UnknownFrame`.
+open_union(
+    "ServerFrame",
+    "UnknownFrame",
+    "A frame of a type this app does not know (added after it was built), its `type` and "
+    "every other key kept. Skip it.",
+)
 DESCRIPTION = """\
 One socket carries several thread subscriptions. Auth: `Authorization: Bearer <token>`
 or `?token=<token>`.
@@ -86,18 +93,15 @@ def _ref(struct: type) -> str:
     return REF_TEMPLATE.format(name=struct.__name__)
 
 
-open_union(
-    "ServerFrame",
-    "UnknownServerFrame",
-    "A frame of a `type` this client does not know (new frame types may be added): skip "
-    "it (nothing needed to stay in sync comes only in a new frame type).",
+SERVER_FRAME_FALLBACK = (
+    "new frame types may be added; decode `type` first and skip a frame whose `type` you "
+    "do not know (nothing needed to stay in sync comes only in a new frame type)."
 )
 
 
 def frame_components() -> dict[str, dict[str, Any]]:
     """The frames' schemas (and those they contain, a cell's `data` union `ToolData`
-    with its members), `ClientFrame` and `ServerFrame`, and the open ones
-    (`OpenServerFrame`, `OpenToolData`, …: app/lib/open_schemas.py).
+    with its members), `ClientFrame` and `ServerFrame`.
 
     Also components of openapi/openapi.json, so an app generating its models from that
     one document gets the frame types too.
@@ -105,15 +109,17 @@ def frame_components() -> dict[str, dict[str, Any]]:
     schemas = struct_components(CLIENT_FRAMES + SERVER_FRAMES)  # `type`: a const per frame
     schemas.update(data_components())
     schemas["ClientFrame"] = tagged_union(CLIENT_FRAMES, "A frame the client sends.")
-    schemas["ServerFrame"] = tagged_union(SERVER_FRAMES, "A frame the server sends.")
-    return with_open_schemas(schemas)
+    schemas["ServerFrame"] = tagged_union(
+        SERVER_FRAMES, "A frame the server sends.", fallback=SERVER_FRAME_FALLBACK
+    )
+    return schemas
 
 
 def _asyncapi_schemas() -> dict[str, dict[str, Any]]:
     """The frames' schemas in AsyncAPI's dialect: its Schema Object names the discriminating
     property by a string (`discriminator: "type"`), where OpenAPI's takes an object with a
     mapping (openapi.json keeps that form; the official parser rejects it here)."""
-    schemas = frame_components()
+    schemas = with_open_schemas(frame_components())
     for name, schema in schemas.items():
         if isinstance(schema.get("discriminator"), dict):
             schemas[name] = {**schema, "discriminator": schema["discriminator"]["propertyName"]}

@@ -40,17 +40,24 @@ def data_types() -> list[type[ToolData]]:
     return sorted(kinds, key=lambda s: str(s.__struct_config__.tag))
 
 
+# Published open besides (`OpenToolData`: app/lib/open_schemas.py), with `UnknownData`.
+open_union(
+    "ToolData",
+    "UnknownData",
+    "A cell's data of a `type` this app does not know (a kind added after it was built), "
+    "every key kept. Show the cell from its generic fields (`name`, `status`, "
+    "`display_message`, `preview`, `error`).",
+)
+
+
 DATA_DESCRIPTION = (
     "A cell's `data` (`tool_activity.data`), chosen by `type`: the result of the call's "
     "tool and action (GET /api/tools, `result_schemas`), `progress` while it runs, "
     "`error` once it failed."
 )
-open_union(
-    "ToolData",
-    "UnknownToolData",
-    "A cell's `data` of a `type` this client does not know (new result types may be "
-    "added): show the cell from its generic fields (`name`, `status`, `display_message`, "
-    "`preview`, `error`).",
+DATA_FALLBACK = (
+    "new result types may be added; show a cell whose `data.type` you do not know from "
+    "its generic fields (`name`, `status`, `display_message`, `preview`, `error`)."
 )
 
 
@@ -59,5 +66,5 @@ def data_components() -> dict[str, dict[str, Any]]:
     `ToolData`: components of openapi/openapi.json and openapi/asyncapi.json."""
     kinds = data_types()
     schemas = struct_components(kinds)
-    schemas["ToolData"] = tagged_union(kinds, DATA_DESCRIPTION)
+    schemas["ToolData"] = tagged_union(kinds, DATA_DESCRIPTION, fallback=DATA_FALLBACK)
     return schemas
