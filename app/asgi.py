@@ -29,6 +29,7 @@ from app.db.session import session_dependency
 from app.devices.controllers import DeviceController
 from app.docs_ui import ASYNCAPI_PATH, asyncapi_document, docs_assets, swagger_plugin
 from app.lib.allow_header import AllowHeaderMiddleware
+from app.lib.head_requests import answer_head_as_get
 from app.lib.health import health, readiness
 from app.lib.heap import freeze_startup_heap
 from app.lib.openapi import SwiftReadyOpenAPIConfig
@@ -202,4 +203,4 @@ def create_app(settings: Settings | None = None) -> Litestar:
     )
     if settings.gc_freeze_after_startup:
         app.on_startup.append(freeze_startup_heap)  # last: after the plugins' startup
-    return app
+    return answer_head_as_get(app)  # HEAD on GET routes (Litestar 2 workaround)

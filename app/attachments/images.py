@@ -81,19 +81,50 @@ def _encoded(image: Image.Image, image_format: str) -> bytes:
     return out.getvalue()
 
 
-def _bounded_jpeg(image: Image.Image, side: int, quality: int) -> bytes:
-    copy = _rgb(image).copy()
-    copy.thumbnail((side, side), Image.Resampling.LANCZOS)
+def _within(size: tuple[int, int], side: int) -> tuple[int, int]:
+    """`size` scaled down (never up) to fit `side`×`side`, its aspect kept."""
+    scale = min(1.0, side / max(size))
+    return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
+
+
+def _bounded(image: Image.Image, side: int) -> Image.Image:
+    """The image within `side`×`side`, in RGB: resized straight from the source (no
+    full-size copy first), or itself when it fits."""
+    if max(image.size) <= side:
+        return _rgb(image)
+    return _rgb(image).resize(_within(image.size, side), Image.Resampling.LANCZOS)
+
+
+def _jpeg(image: Image.Image, quality: int, *, optimize: bool) -> bytes:
     out = io.BytesIO()
-    copy.save(out, "JPEG", quality=quality, optimize=side <= THUMBNAIL_SIDE)  # as above
+    image.save(out, "JPEG", quality=quality, optimize=optimize)
     return out.getvalue()
 
 
-def _without_metadata(image: Image.Image) -> Image.Image:
-    """The pixels alone, upright (orientation applied, then EXIF dropped). The opened
-    image is turned in place and converted only if it must be: one full-size copy, the
-    clean one, beside it (the peak of memory of an upload is a few of them)."""
+def _reduced(jpeg: bytes) -> Image.Image:
+    """The served JPEG decoded again at the smallest scale libjpeg's DCT scaling offers
+    that leaves each side at least half the model's: a fraction of a full decode, and
+    the full-size pixels are gone by then (for a photo, the model's copy is made from
+    this, not from a resize of the full-size pixels and its full-height intermediate)."""
+    image = Image.open(io.BytesIO(jpeg))
+    image.draft("RGB", (MODEL_SIDE // 2, MODEL_SIDE // 2))
+    image.load()
+    return image
+
+
+def _without_metadata(image: Image.Image, image_format: str) -> Image.Image:
+    """The pixels alone, upright (orientation applied, then EXIF dropped).
+
+    A photo stored as JPEG keeps its decoded pixels: its text metadata (the one thing
+    Pillow's JPEG writer would carry over from the source, a comment) is dropped from
+    `info`, and EXIF, XMP and ICC are written only when asked for. A 12-megapixel photo
+    is 48 MB of pixels, so not copying it halves an upload's peak of memory. Other
+    formats' writers fall back to more of the source's `info` (PNG: its ICC profile and
+    transparency), so their pixels are pasted into a new image: nothing else survives."""
     ImageOps.exif_transpose(image, in_place=True)
+    if image_format == "JPEG" and image.mode in ("RGB", "L"):
+        image.info.clear()
+        return image
     mode = image.mode if image.mode in ("RGB", "RGBA", "L", "LA") else "RGBA"
     clean = Image.new(mode, image.size)
     clean.paste(image if image.mode == mode else image.convert(mode))
@@ -101,19 +132,27 @@ def _without_metadata(image: Image.Image) -> Image.Image:
 
 
 def prepare_image(source: BinaryIO, source_type: str, max_pixels: int) -> PreparedImage:
-    """Blocking: run it on a worker thread."""
+    """Blocking: run it on a worker thread. Only the full-size pixels and the served
+    copy's bytes are alive at once; the thumbnail and the BlurHash come from the model's
+    copy."""
+    image_format, content_type = _STORED_AS[source_type]
     with _opened(source, max_pixels) as opened:
         opened.seek(0)  # a GIF's (or an animated WebP's) first frame
-        image = _without_metadata(opened)
-    image_format, content_type = _STORED_AS[source_type]
-    small = _rgb(image).copy()
-    small.thumbnail((_BLURHASH_SIDE, _BLURHASH_SIDE))
+        image = _without_metadata(opened, image_format)
+        data = _encoded(image, image_format)
+        width, height = image.size
+        model = None if image_format == "JPEG" else _bounded(image, MODEL_SIDE)
+        del image  # the full-size pixels go with the opened file
+    if model is None:
+        model = _bounded(_reduced(data), MODEL_SIDE)
+    thumbnail = _bounded(model, THUMBNAIL_SIDE)
+    small = thumbnail.resize(_within(thumbnail.size, _BLURHASH_SIDE))
     return PreparedImage(
-        data=_encoded(image, image_format),
+        data=data,
         content_type=content_type,
-        width=image.width,
-        height=image.height,
-        model_jpeg=_bounded_jpeg(image, MODEL_SIDE, 85),
-        thumbnail_jpeg=_bounded_jpeg(image, THUMBNAIL_SIDE, 80),
+        width=width,
+        height=height,
+        model_jpeg=_jpeg(model, 85, optimize=False),  # no optimize: as `_encoded` says
+        thumbnail_jpeg=_jpeg(thumbnail, 80, optimize=True),  # small: its pass is short
         blurhash=blurhash.encode(small, x_components=4, y_components=3),
     )

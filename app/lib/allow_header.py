@@ -3,7 +3,7 @@
 With several handlers on one path (GET, PATCH and DELETE of a thread), Litestar 2 answers
 OPTIONS with the methods of the first handler only (litestar-org/litestar#4169, fixed in
 Litestar 3). This middleware writes the path's methods, read from the app's public route
-table. tests/test_upstream_workarounds.py fails once Litestar answers right by itself:
+table, with HEAD wherever there is GET (app/lib/head_requests.py answers it). tests/test_upstream_workarounds.py fails once Litestar answers right by itself:
 then delete this module and its entry in app/asgi.py.
 """
 
@@ -20,6 +20,8 @@ def _methods_of(scope: Scope) -> str | None:
     for route in scope["app"].routes:
         if route.path in paths:
             methods |= set(getattr(route, "methods", ()))
+    if "GET" in methods:  # served as the GET (app/lib/head_requests.py)
+        methods.add("HEAD")
     return ", ".join(sorted(methods)) if methods else None
 
 

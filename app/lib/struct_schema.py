@@ -116,19 +116,29 @@ def _typed_enums(node: Any) -> Any:
 
 
 def tagged_union(
-    structs: list[type], description: str, *, fallback: str | None = None
+    structs: list[type],
+    description: str,
+    *,
+    fallback: str | None = None,
+    fallback_member: str | None = None,
 ) -> dict[str, Any]:
     """One schema for Structs tagged by `type`: `oneOf` their `$ref`s with a
     `discriminator`, so generators make an enum with a case per Struct (not one struct of
     optionals). `fallback` makes the union open: documented as what a client does with
-    a `type` it does not know (`x-fallback`, a schema every member and future one fits)."""
+    a `type` it does not know (`x-fallback`, a schema every member and future one fits).
+    `fallback_member` names the component (`unknown_member`) that such a `type` decodes
+    into, added last: generators that try each member in turn (openapi-python-client)
+    reach it only when no known one fits. It has no `mapping` entry: no one value is its."""
 
     def ref(struct: type) -> str:
         return REF_TEMPLATE.format(name=struct.__name__)
 
+    members = [{"$ref": ref(s)} for s in structs]
+    if fallback_member is not None:
+        members.append({"$ref": REF_TEMPLATE.format(name=fallback_member)})
     union: dict[str, Any] = {
         "description": description,
-        "oneOf": [{"$ref": ref(s)} for s in structs],
+        "oneOf": members,
         "discriminator": {
             "propertyName": "type",
             "mapping": {str(s.__struct_config__.tag): ref(s) for s in structs},  # type: ignore[attr-defined]
@@ -143,3 +153,18 @@ def tagged_union(
             "required": ["type"],
         }
     return union
+
+
+def unknown_member(structs: list[type], title: str, description: str) -> dict[str, Any]:
+    """The member of an open union tagged by `type` that a `type` none of `structs` has
+    decodes into: its `type` a string other than theirs (so `oneOf` still matches exactly
+    one member), every other key kept (`additionalProperties`)."""
+    known = sorted(str(s.__struct_config__.tag) for s in structs)  # type: ignore[attr-defined]
+    return {
+        "type": "object",
+        "title": title,
+        "description": description,
+        "properties": {"type": {"type": "string", "not": {"type": "string", "enum": known}}},
+        "required": ["type"],
+        "additionalProperties": {},
+    }

@@ -1,7 +1,8 @@
 """Recall: the memories about a query, by meaning and by words, fused.
 
 Two rankings of the user's memories: cosine similarity of the query's vector to every
-memory's vector (a per-user scan with numpy, on a worker thread), and the full-text
+memory's vector (a per-user scan and its ranking with numpy, on a worker thread: only the
+few memories fusion can pick come back to the event loop), and the full-text
 search (each dialect's index, app/memories/repository.py). They are fused by reciprocal
 rank fusion (score = Σ 1 / (K + rank)), which needs no common scale between a cosine and
 a bm25 score. A relevance floor keeps unrelated memories out: a memory is recalled when
@@ -64,47 +65,72 @@ async def _query_vector(embedder: embedding.Embedder, query: str) -> np.ndarray:
     return vector
 
 
-def _close_enough(query: np.ndarray, matrix: np.ndarray) -> list[float]:
-    """Cosine similarity of each of the user's memories (CPU: runs on a thread)."""
-    return (matrix @ query).tolist()
+@dataclass(frozen=True, slots=True)
+class Meaning:
+    """The query's ranking by meaning, reduced to what fusion reads (off the loop: the
+    user's thousands of similarities never become Python objects on it)."""
+
+    ranks: dict[UUID, int]  # rank among the close enough (>= MIN_SIMILARITY), best 1
+    similarity: dict[UUID, float]  # of the memories found by words that have a vector
 
 
-async def _similarities(
-    session: AsyncSession, owner_id: UUID, query: str
-) -> dict[UUID, float] | None:
-    """Each embedded memory's similarity to the query; None: no embedder serves now."""
+NO_MEANING = Meaning({}, {})
+
+
+def _meaning(
+    vectors: vector_cache.UserVectors, query: np.ndarray, worded: list[UUID], limit: int
+) -> Meaning:
+    """The first `limit` by meaning and the words' candidates' ranks and similarities:
+    every memory fusion could put in its first `limit` (another's score, meaning alone at
+    a lower rank, is below all of those). Ties rank in the vectors' order."""
+    similarities = vectors.matrix @ query
+    order = np.argsort(-similarities, kind="stable")
+    close = int(np.count_nonzero(similarities >= MIN_SIMILARITY))
+    rank_of_row = np.empty(len(order), np.int64)
+    rank_of_row[order] = np.arange(1, len(order) + 1)
+    ranks = {vectors.ids[row]: rank + 1 for rank, row in enumerate(order[: min(close, limit)])}
+    similarity: dict[UUID, float] = {}
+    for memory_id in worded:
+        if (row := vectors.rows.get(memory_id)) is not None:
+            similarity[memory_id] = float(similarities[row])
+            if similarity[memory_id] >= MIN_SIMILARITY:
+                ranks[memory_id] = int(rank_of_row[row])
+    return Meaning(ranks, similarity)
+
+
+async def _by_meaning(
+    session: AsyncSession, owner_id: UUID, query: str, worded: list[UUID], limit: int
+) -> Meaning | None:
+    """The query's ranking by meaning; None: no embedder serves now."""
     embedder = embedding.current()
     if embedder is None:
         return None
-    ids, matrix = await vector_cache.cache.user_matrix(session, owner_id, embedder.model)
-    if not ids:  # nothing embedded (no memories yet): spare the query's embedding
-        return {}
+    vectors = await vector_cache.cache.user_vectors(session, owner_id, embedder.model)
+    if not vectors.ids:  # nothing embedded (no memories yet): spare the query's embedding
+        return NO_MEANING
     try:
         query_vector = await _query_vector(embedder, query)
     except Exception:  # a provider down: recall by words rather than not at all
         logger.warning("embedding a recall query failed; recalling by words", exc_info=True)
         return None
-    if matrix.shape[1] != query_vector.shape[0]:
-        return {}
-    return dict(zip(ids, await asyncio.to_thread(_close_enough, query_vector, matrix), strict=True))
+    if vectors.matrix.shape[1] != query_vector.shape[0]:
+        return NO_MEANING
+    return await asyncio.to_thread(_meaning, vectors, query_vector, worded, limit)
 
 
-def _fuse(
-    similar: dict[UUID, float], worded: list[UUID], limit: int
-) -> list[tuple[UUID, MatchedBy, float]]:
-    by_meaning = sorted(
-        (i for i, s in similar.items() if s >= MIN_SIMILARITY), key=lambda i: -similar[i]
-    )
-    by_words = [i for i in worded if similar.get(i, 1.0) >= WORDS_MIN_SIMILARITY]
+def _fuse(meaning: Meaning, worded: list[UUID], limit: int) -> list[tuple[UUID, MatchedBy, float]]:
+    by_meaning = sorted(meaning.ranks, key=meaning.ranks.__getitem__)
+    by_words = [i for i in worded if meaning.similarity.get(i, 1.0) >= WORDS_MIN_SIMILARITY]
     scores: dict[UUID, float] = {}
-    for ranking in (by_meaning, by_words):
-        for rank, memory_id in enumerate(ranking, start=1):
-            scores[memory_id] = scores.get(memory_id, 0.0) + 1.0 / (RRF_K + rank)
-    meaning, words = set(by_meaning), set(by_words)
+    for memory_id in by_meaning:
+        scores[memory_id] = 1.0 / (RRF_K + meaning.ranks[memory_id])
+    for rank, memory_id in enumerate(by_words, start=1):
+        scores[memory_id] = scores.get(memory_id, 0.0) + 1.0 / (RRF_K + rank)
+    words = set(by_words)
     best = sorted(scores, key=lambda i: -scores[i])[:limit]
     return [
-        (i, "both" if i in meaning and i in words else "meaning" if i in meaning else "words",
-         scores[i])
+        (i, "both" if i in meaning.ranks and i in words else "meaning" if i in meaning.ranks
+         else "words", scores[i])
         for i in best
     ]  # fmt: skip
 
@@ -113,14 +139,15 @@ async def recall(
     session: AsyncSession, owner_id: UUID, query: str, limit: int
 ) -> tuple[list[Recalled], bool]:
     """The user's memories about `query`, best first, and whether meaning took part."""
-    similar = await _similarities(session, owner_id, query)
     worded = await services.search_memories(session, owner_id, query, WORD_CANDIDATES)
-    if similar is None:
+    worded_ids = [m.id for m in worded]
+    meaning = await _by_meaning(session, owner_id, query, worded_ids, limit)
+    if meaning is None:
         fused: list[tuple[UUID, MatchedBy, float]] = [(m.id, "words", 0.0) for m in worded[:limit]]
     else:
-        fused = _fuse(similar, [m.id for m in worded], limit)
+        fused = _fuse(meaning, worded_ids, limit)
     if not fused:
-        return [], similar is not None
+        return [], meaning is not None
     rows = await session.execute(
         repository.with_agent_name(repository.owned_memories(owner_id)).where(
             Memory.id.in_([i for i, _, _ in fused])
@@ -130,7 +157,7 @@ async def recall(
     recalled = [
         Recalled(found[i][0], found[i][1], how, score) for i, how, score in fused if i in found
     ]
-    return recalled, similar is not None
+    return recalled, meaning is not None
 
 
 async def search_for_user(

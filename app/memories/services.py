@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Memory
 from app.lib.pagination import decode_cursor, encode_cursor
 from app.lib.problems import ProblemException
-from app.memories import changes, repository, vectors
+from app.memories import changes, repository
 from app.memories.schemas import MemoryPage, MemoryRead
 from app.memories.serializers import memory_read
 
@@ -95,7 +95,6 @@ async def delete_memory(session: AsyncSession, memory: Memory) -> None:
     owner_id, memory_id = memory.owner_id, memory.id
     await session.delete(memory)
     await session.flush()
-    await vectors.bump_versions(session, [owner_id])  # its vectors went by cascade
     changes.memory_deleted(session, owner_id, memory_id)
 
 
@@ -134,6 +133,5 @@ async def update_memory(
 
 async def delete_all_memories(session: AsyncSession, owner_id: UUID) -> int:
     result = await session.execute(repository.delete_all(owner_id))
-    await vectors.bump_versions(session, [owner_id])
     changes.memories_cleared(session, owner_id)
     return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -5,7 +5,8 @@ product of the query with them is cheap), and they change rarely next to how oft
 are read. So the matrix is kept per (user, model) with the version of the user's vectors
 it was read at (`memory_vector_versions`, one row per user: app/memories/vectors.py). A
 recall reads that one row and reads the vectors again only when it changed: every store
-or delete of a user's vectors bumps it in its own transaction, whichever process made it.
+or delete of a user's vectors bumps it in its own transaction (the database's triggers),
+whichever process made it.
 The version is read before the vectors, so a change committed between the two reads only
 costs one more read of them at the next recall, never a stale matrix kept.
 
@@ -32,7 +33,14 @@ MAX_CACHED_BYTES = 256 * 1024 * 1024
 class UserVectors:
     version: int
     ids: list[UUID]
-    matrix: np.ndarray
+    matrix: np.ndarray  # row i: the vector of ids[i]
+    rows: dict[UUID, int]  # ids' rows (built off the loop: thousands of hashes)
+
+
+def _read(version: int, ids: list[UUID], blobs: list[bytes]) -> UserVectors:
+    dimensions = len(blobs[0]) // 4 if blobs else 0
+    matrix = vectors.unpack_all(blobs, dimensions)
+    return UserVectors(version, ids, matrix, {memory_id: i for i, memory_id in enumerate(ids)})
 
 
 class VectorCache:
@@ -41,12 +49,7 @@ class VectorCache:
         self._kept: OrderedDict[tuple[UUID, str], UserVectors] = OrderedDict()
         self._bytes = 0
 
-    async def user_matrix(
-        self,
-        session: AsyncSession,
-        owner_id: UUID,
-        model: str,
-    ) -> tuple[list[UUID], np.ndarray]:
+    async def user_vectors(self, session: AsyncSession, owner_id: UUID, model: str) -> UserVectors:
         """The user's memory ids and their vectors of `model`, one row each (of the
         first vector's length: see `vectors.unpack_all`)."""
         version = await vectors.version(session, owner_id)
@@ -54,12 +57,11 @@ class VectorCache:
         kept = self._kept.get(key)
         if kept is not None and kept.version == version:
             self._kept.move_to_end(key)
-            return kept.ids, kept.matrix
+            return kept
         ids, blobs = await vectors.user_vectors(session, owner_id, model)
-        dimensions = len(blobs[0]) // 4 if blobs else 0
-        matrix = await asyncio.to_thread(vectors.unpack_all, blobs, dimensions)
-        self._keep(key, UserVectors(version, ids, matrix))
-        return ids, matrix
+        entry = await asyncio.to_thread(_read, version, ids, blobs)
+        self._keep(key, entry)
+        return entry
 
     def _keep(self, key: tuple[UUID, str], entry: UserVectors) -> None:
         self._forget(key)

@@ -7,24 +7,23 @@ conditional on the memory being unchanged since it was read, so an edit made whi
 old text was being embedded is never covered by the old vector.
 
 Every change to a user's vectors bumps the user's row of `memory_vector_versions` in the
-same transaction (`bump_versions`): a stored vector, a deleted memory (its vectors go by
-cascade), all of them deleted, another model's vectors forgotten. The per-process cache
-(app/memories/vector_cache.py) compares that one row, whichever process made the change.
+same transaction, by triggers on `memory_vectors` (migration 0021): a stored vector, a
+deleted memory (its vectors go by cascade), all of them deleted, another model's vectors
+forgotten, whichever code wrote it (a process of an older release, during a rolling
+deploy, too). The per-process cache (app/memories/vector_cache.py) compares that one row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import Table, and_, delete, exists, literal, select
+from sqlalchemy import Table, column, delete, exists, literal, select, values
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Memory, memory_vector_versions, memory_vectors
-from app.lib.time import utcnow
 from app.memories.embedding import Vectors
 
 v = memory_vectors.c
@@ -89,29 +88,27 @@ Made = tuple[UUID, UUID, datetime, bytes]  # memory id, owner, its updated_at re
 
 
 async def store_vectors(session: AsyncSession, model: str, made: list[Made]) -> int:
-    """Store each memory's vector (`_store_vector`), then bump the owners whose vectors
-    changed; how many were stored. Versions are locked last, in owner order, so two
-    keepers storing overlapping batches cannot deadlock on them."""
-    owners: set[UUID] = set()
-    stored = 0
-    for memory_id, owner_id, seen_updated_at, vector in made:
-        if await _store_vector(session, memory_id, owner_id, model, seen_updated_at, vector):
-            owners.add(owner_id)
-            stored += 1
-    await bump_versions(session, owners)
-    return stored
-
-
-async def _store_vector(
-    session: AsyncSession, memory_id: UUID, owner_id: UUID, model: str,
-    seen_updated_at: datetime, vector: bytes,
-) -> bool:  # fmt: skip
-    """Store (or replace) the memory's vector, unless the memory changed or went since it
-    was read. An upsert: two keepers (processes) storing the same memory both succeed."""
-    unchanged = select(
-        literal(memory_id, Memory.id.type), literal(owner_id, Memory.owner_id.type),
-        literal(model), Memory.updated_at, literal(vector, v.vector.type),
-    ).where(and_(Memory.id == memory_id, Memory.updated_at == seen_updated_at))  # fmt: skip
+    """Store (or replace) each memory's vector, unless the memory changed or went since
+    it was read (an edit made while its old text was embedded is not covered by the old
+    vector); how many were stored. An upsert: two keepers (processes) storing the same
+    memory both succeed. One statement, in memory order: its owners' version rows are
+    bumped at its end (PostgreSQL's statement triggers, in owner order), after its vector
+    rows are locked, as a memory's deletion bumps after its vectors' cascade, so the two
+    do not deadlock on them. (New and replaced vectors are bumped in two passes, the
+    inserts' then the updates'; two such batches over shared owners could meet in
+    opposite orders: PostgreSQL ends one, and the keeper stores it at its next run.)"""
+    if not made:
+        return 0
+    read = values(
+        column("memory_id", v.memory_id.type), column("seen", v.memory_updated_at.type),
+        column("vector", v.vector.type), name="made",
+    ).data([(memory_id, seen, vector) for memory_id, _, seen, vector in made])  # fmt: skip
+    rows = read.cte("made")
+    unchanged = (
+        select(rows.c.memory_id, Memory.owner_id, literal(model), Memory.updated_at, rows.c.vector)
+        .where(Memory.id == rows.c.memory_id, Memory.updated_at == rows.c.seen)
+        .order_by(Memory.id)
+    )
     statement = _insert(session, memory_vectors).from_select(
         ["memory_id", "owner_id", "model", "memory_updated_at", "vector"], unchanged
     )
@@ -122,8 +119,8 @@ async def _store_vector(
             "vector": statement.excluded.vector,
         },
     )
-    result = await session.execute(statement)
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    # Counted by RETURNING: sqlite3 reports no rowcount for a statement opening with WITH.
+    return len((await session.execute(statement.returning(v.memory_id))).all())
 
 
 def _insert(session: AsyncSession, table: Table) -> postgresql.Insert | sqlite.Insert:
@@ -133,23 +130,6 @@ def _insert(session: AsyncSession, table: Table) -> postgresql.Insert | sqlite.I
     return sqlite.insert(table)
 
 
-async def bump_versions(session: AsyncSession, owner_ids: Iterable[UUID]) -> None:
-    """A new version of each user's vectors, visible with the caller's commit (in owner
-    order: the row locks of concurrent bumps are taken in one order)."""
-    for owner_id in sorted(set(owner_ids)):
-        statement = _insert(session, memory_vector_versions).values(
-            owner_id=owner_id, version=1, updated_at=utcnow()
-        )
-        statement = statement.on_conflict_do_update(
-            index_elements=[versions.owner_id],
-            set_={
-                "version": memory_vector_versions.c.version + 1,
-                "updated_at": statement.excluded.updated_at,
-            },
-        )
-        await session.execute(statement)
-
-
 async def version(session: AsyncSession, owner_id: UUID) -> int:
     """The version of the user's vectors (one row by its key); 0: never bumped."""
     query = select(versions.version).where(versions.owner_id == owner_id)
@@ -157,8 +137,6 @@ async def version(session: AsyncSession, owner_id: UUID) -> int:
 
 
 async def forget_other_models(session: AsyncSession, model: str) -> int:
-    """Delete every vector not of `model`, bumping their owners; how many went."""
-    statement = delete(memory_vectors).where(v.model != model).returning(v.owner_id)
-    owners = list(await session.scalars(statement))
-    await bump_versions(session, owners)
-    return len(owners)
+    """Delete every vector not of `model`; how many went."""
+    result = await session.execute(delete(memory_vectors).where(v.model != model))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]

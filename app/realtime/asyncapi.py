@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from app.lib.open_schemas import open_union, with_open_schemas
-from app.lib.struct_schema import REF_TEMPLATE, struct_components, tagged_union
+from app.lib.struct_schema import REF_TEMPLATE, struct_components, tagged_union, unknown_member
 from app.realtime import events
 from app.settings import PROJECT_ROOT
 from app.tools.assembly import data_components
@@ -36,13 +36,6 @@ SERVER_FRAMES: list[type[events.Frame]] = [
     events.PongFrame,
     events.ErrorFrame,
 ]
-# Published open besides (`OpenServerFrame`: app/lib/open_schemas.py), with `UnknownFrame`.
-open_union(
-    "ServerFrame",
-    "UnknownFrame",
-    "A frame of a type this app does not know (added after it was built), its `type` and "
-    "every other key kept. Skip it.",
-)
 DESCRIPTION = """\
 One socket carries several thread subscriptions. Auth: `Authorization: Bearer <token>`
 or `?token=<token>`.
@@ -99,9 +92,27 @@ SERVER_FRAME_FALLBACK = (
 )
 
 
+UNKNOWN_FRAME = (
+    "A frame of a type this app does not know (added after it was built): what an older "
+    "app decodes a newer frame into, its `type` and every other key kept. Skip it."
+)
+# Also published open (`OpenServerFrame`: app/lib/open_schemas.py): Apple's generator reads
+# the `oneOf` as closed whatever its members.
+open_union("ServerFrame", "UnknownFrame", UNKNOWN_FRAME)
+# openapi-python-client makes no type of a component that is a union (only of objects):
+# a property of one is generated as a union type with its parser.
+SERVER_FRAME_ENVELOPE = (
+    "Not sent on the socket: one server frame held in `frame`, for generators that make "
+    "no type of a top-level union (openapi-python-client). In Python, "
+    '`ServerFrameEnvelope.from_dict({"frame": json.loads(text)}).frame` is the frame\'s '
+    "model, an `UnknownFrame` for a type this app does not know."
+)
+
+
 def frame_components() -> dict[str, dict[str, Any]]:
     """The frames' schemas (and those they contain, a cell's `data` union `ToolData`
-    with its members), `ClientFrame` and `ServerFrame`.
+    with its members), `ClientFrame` and `ServerFrame` (open: `UnknownFrame` last), and
+    `ServerFrameEnvelope` holding one.
 
     Also components of openapi/openapi.json, so an app generating its models from that
     one document gets the frame types too.
@@ -109,10 +120,25 @@ def frame_components() -> dict[str, dict[str, Any]]:
     schemas = struct_components(CLIENT_FRAMES + SERVER_FRAMES)  # `type`: a const per frame
     schemas.update(data_components())
     schemas["ClientFrame"] = tagged_union(CLIENT_FRAMES, "A frame the client sends.")
+    schemas["UnknownFrame"] = unknown_member(SERVER_FRAMES, "UnknownFrame", UNKNOWN_FRAME)
     schemas["ServerFrame"] = tagged_union(
-        SERVER_FRAMES, "A frame the server sends.", fallback=SERVER_FRAME_FALLBACK
+        SERVER_FRAMES,
+        "A frame the server sends.",
+        fallback=SERVER_FRAME_FALLBACK,
+        fallback_member="UnknownFrame",
     )
+    schemas["ServerFrameEnvelope"] = {
+        "type": "object",
+        "title": "ServerFrameEnvelope",
+        "description": SERVER_FRAME_ENVELOPE,
+        "properties": {"frame": {"$ref": _ref_name("ServerFrame")}},
+        "required": ["frame"],
+    }
     return schemas
+
+
+def _ref_name(name: str) -> str:
+    return REF_TEMPLATE.format(name=name)
 
 
 def _asyncapi_schemas() -> dict[str, dict[str, Any]]:

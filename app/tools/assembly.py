@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 from app.lib.open_schemas import open_union
-from app.lib.struct_schema import struct_components, tagged_union
+from app.lib.struct_schema import struct_components, tagged_union, unknown_member
 from app.tools.base import Tool, ToolData
 from app.tools.builtin.memory import MemoryTool
 from app.tools.builtin.schedules import SchedulesTool
@@ -40,16 +40,6 @@ def data_types() -> list[type[ToolData]]:
     return sorted(kinds, key=lambda s: str(s.__struct_config__.tag))
 
 
-# Published open besides (`OpenToolData`: app/lib/open_schemas.py), with `UnknownData`.
-open_union(
-    "ToolData",
-    "UnknownData",
-    "A cell's data of a `type` this app does not know (a kind added after it was built), "
-    "every key kept. Show the cell from its generic fields (`name`, `status`, "
-    "`display_message`, `preview`, `error`).",
-)
-
-
 DATA_DESCRIPTION = (
     "A cell's `data` (`tool_activity.data`), chosen by `type`: the result of the call's "
     "tool and action (GET /api/tools, `result_schemas`), `progress` while it runs, "
@@ -61,10 +51,28 @@ DATA_FALLBACK = (
 )
 
 
+# The `type` of data stored before cell data was typed whose kind could not be told
+# (the data migration 0020_type_old_cell_data); no member has it: it is `UnknownData`.
+UNTYPED = "untyped"
+UNKNOWN_DATA = (
+    "A cell's data of a `type` this app does not know: a kind added after it was built, "
+    f"or `{UNTYPED}` (stored before cell data was typed, its kind not told), every key "
+    "kept. Show the cell from its generic fields (`name`, `status`, `display_message`, "
+    "`preview`, `error`)."
+)
+# Also published open (`OpenToolData`: app/lib/open_schemas.py): Apple's generator reads
+# the `oneOf` as closed whatever its members.
+open_union("ToolData", "UnknownData", UNKNOWN_DATA)
+
+
 def data_components() -> dict[str, dict[str, Any]]:
     """The schema of every kind of `data` (and what they contain), and their union
-    `ToolData`: components of openapi/openapi.json and openapi/asyncapi.json."""
+    `ToolData` (open: `UnknownData` last): components of openapi/openapi.json and
+    openapi/asyncapi.json."""
     kinds = data_types()
     schemas = struct_components(kinds)
-    schemas["ToolData"] = tagged_union(kinds, DATA_DESCRIPTION, fallback=DATA_FALLBACK)
+    schemas["UnknownData"] = unknown_member(kinds, "UnknownData", UNKNOWN_DATA)
+    schemas["ToolData"] = tagged_union(
+        kinds, DATA_DESCRIPTION, fallback=DATA_FALLBACK, fallback_member="UnknownData"
+    )
     return schemas

@@ -47,6 +47,10 @@ class McpServerSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 60
     # how long a tools/list stays fresh (a `list_changed` notification refreshes sooner)
     refresh_seconds: Annotated[float, msgspec.Meta(gt=0, le=86400)] = 300
+    # bytes of one answer of the server (a JSON answer, or one event of a streamed one),
+    # refused past it unread; the SDK's own bound for an event. Raise it for a server
+    # whose tools return large images (base64 takes 4/3 of the image's bytes).
+    max_message_bytes: Annotated[int, msgspec.Meta(gt=0, le=64 * 1024 * 1024)] = 1024 * 1024
     is_user_facing: bool = True
     bundled: bool = False
     # Each user connects it with their own token (PUT /api/mcp/servers/{name}/connection),

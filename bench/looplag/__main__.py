@@ -1,7 +1,7 @@
 """Event-loop lag under the heaviest database work: `uv run python -m bench.looplag
 [--seconds 10] [--dialects sqlite,postgresql]
 [--scenarios idle,backfill,memory,turns,all,hostile]
-[--baseline-tree DIR]`
+[--hostile-limit BYTES] [--baseline-tree DIR]`
 
 A probe task in the server's loop asks to be woken every 1 ms and records how late it is
 woken (`bench/looplag/server.py`). Whatever runs on the loop's thread in one piece (a
@@ -16,8 +16,10 @@ uvicorn; then each scenario for `--seconds`, the probe's lags read at its end:
 - turns: 8 clients sending turns of 2 parallel `tasks` calls (`bench.turn`'s turn);
 - all: the three at once;
 - hostile: 2 clients whose turns' one tool call (an MCP server's, `hostile.py`) answers
-  5 MB of structured content, beside the 8 clients of `turns`: the result is cut off the
-  loop, and the other users' turns and the loop keep their pace (goal: p99 <= 25 ms).
+  5 MB of structured content, beside the 8 clients of `turns`: refused unread past the
+  server's `max_message_bytes` (default 1 MiB), or, with `--hostile-limit` above it, read,
+  parsed (by the MCP SDK, on the loop) and cut; the other users' turns and the loop keep
+  their pace (goal: p99 <= 25 ms).
 Goal: lag p99 <= 5 ms and max <= 25 ms in every scenario but hostile.
 
 `--baseline-tree DIR`: first the same run from another checkout (its own lock file and
@@ -142,7 +144,7 @@ def bench(args: argparse.Namespace, dialect: str) -> None:
         with database(dialect) as (url, agent_id):
             thread_id = asyncio.run(seed_heavy(url, agent_id, args.messages, args.memories))
             folder = Path(tempfile.mkdtemp(prefix="looplag-"))
-            with hostile_agent_types(folder) as agent_types:
+            with hostile_agent_types(folder, args.hostile_limit) as agent_types:
                 env = server_env(
                     url,
                     model_url,
@@ -183,6 +185,7 @@ def main() -> None:
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--messages", type=int, default=5000, help="in the long thread")
     parser.add_argument("--memories", type=int, default=10000)
+    parser.add_argument("--hostile-limit", type=int, help="the hostile server's max_message_bytes")
     parser.add_argument("--baseline-tree", metavar="DIR", help="first run the code at DIR")
     parser.add_argument("--label", default="new", help=argparse.SUPPRESS)
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)

@@ -19,8 +19,9 @@ FLOOD_ROWS = 40_000  # ~130 bytes a row: 5 MB of JSON
 
 
 @contextmanager
-def hostile_agent_types(folder: Path) -> Iterator[Path]:
-    """The default agent types plus the hostile server, as a file for AGENT_TYPES_FILE."""
+def hostile_agent_types(folder: Path, max_message_bytes: int | None = None) -> Iterator[Path]:
+    """The default agent types plus the hostile server, as a file for AGENT_TYPES_FILE
+    (`max_message_bytes`: the server's limit; None: the default, which refuses the flood)."""
     with running(build_test_app()) as server:
         data = yaml.safe_load(DEFAULT_AGENT_TYPES_FILE.read_text())
         data["mcp_servers"]["hostile"] = {
@@ -28,6 +29,8 @@ def hostile_agent_types(folder: Path) -> Iterator[Path]:
             "tools": ["flood"],
             "timeout_seconds": 60,
         }
+        if max_message_bytes is not None:
+            data["mcp_servers"]["hostile"]["max_message_bytes"] = max_message_bytes
         data["agent_types"]["assistant"]["mcp_servers"].append("hostile")
         path = folder / "agent_types.yaml"
         path.write_text(yaml.safe_dump(data))

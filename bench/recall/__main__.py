@@ -2,6 +2,9 @@
 
 `uv run python -m bench.recall [--dialects sqlite,postgresql] [--memories 10000] [--recalls 50]`
 
+With `--users N` (N > 1): N users recalling at once, recall's times and the event loop's
+lag meanwhile (bench/recall/concurrent.py).
+
 One user with N memories, each with a vector of the embedded model's size (random unit
 vectors: the scan's cost does not depend on what they mean), on a fresh database per
 dialect. Each recall is what a turn does ahead of the model call (app/memories/recall.py:
@@ -10,7 +13,7 @@ the query's embedding, the vector scan, the full-text search, the fused rows rea
 - cold: the user's vectors read and unpacked on every recall (the code before the cache:
   a new, empty `VectorCache` each time);
 - kept: this process's cache (app/memories/vector_cache.py), read again only when the
-  user's vectors changed (one aggregate query says so).
+  user's vectors changed (its one version row says so).
 
 The query's embedding (the embedded model, on a thread) is timed alone too: it is most of
 what a kept recall costs. Rounds alternate the two ways; p50 and p99 over all recalls.
@@ -33,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_asyn
 from app.db.models import Memory, User, memory_vectors
 from app.lib.time import utcnow
 from app.memories import embedding, recall, vector_cache
+from bench.recall import concurrent
 from bench.turn.setup import fresh_database
 
 QUERIES = ("what do I like to drink", "where does my sister live", "what food should I avoid")
@@ -115,12 +119,40 @@ def _row(dialect: str, name: str, samples: list[float]) -> str:
     return f"| {dialect} | {name} | {statistics.median(samples):.1f} ms | {p99:.1f} ms |"
 
 
+async def _run_users(url: str, users: int, memories: int, recalls: int) -> dict:
+    engine = create_async_engine(url)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    dims = (await EMBEDDER.embed(["warm up"])).shape[1]
+    try:
+        owners = [await _fill(sessions, memories, dims) for _ in range(users)]
+    finally:
+        await engine.dispose()
+    print(concurrent.users_kept(users, memories, dims), flush=True)
+    return await concurrent.run(url, EMBEDDER, owners, recalls)
+
+
+def main_users(args: argparse.Namespace) -> None:
+    print(f"{args.users} users recalling at once, {args.memories} memories and {args.recalls} "
+          "recalls each")  # fmt: skip
+    rows = []
+    for dialect in args.dialects.split(","):
+        with fresh_database(dialect) as url:
+            phases = asyncio.run(_run_users(url, args.users, args.memories, args.recalls))
+        rows += [concurrent.row(dialect, name, phase) for name, phase in phases.items()]
+    print(concurrent.HEADER)
+    print("\n".join(rows), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dialects", default="sqlite,postgresql")
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--recalls", type=int, default=50)
+    parser.add_argument("--users", type=int, default=1, help="> 1: recalling at once")
     args = parser.parse_args()
+    if args.users > 1:
+        main_users(args)
+        return
     print(f"recall for one user with {args.memories} memories, {args.recalls} recalls each")
     print("| dialect | recall | p50 | p99 |\n| --- | --- | --- | --- |")
     for dialect in args.dialects.split(","):

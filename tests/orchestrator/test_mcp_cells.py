@@ -21,6 +21,9 @@ from tests.support.fake_llm import Call, Text, ToolCalls
 from tests.support.mcp_servers import HANGS, bearer_required, build_test_app, running
 from tests.support.test_tools import register_test_tools, write_agent_types
 
+MESSAGE_LIMIT = 2 * 1024 * 1024  # the "bulk" server's max_message_bytes
+ROW_BYTES = 130  # one row of the test server's `flood`, as JSON
+
 
 @pytest.fixture(scope="module")
 def mcp_server() -> Iterator[RunningServer]:
@@ -44,13 +47,16 @@ def agent_types_file(
     register_test_tools()
     path = write_agent_types(tmp_path_factory.mktemp("mcp_agent_types"))
     data = yaml.safe_load(path.read_text())
-    tools = ["count", "echo", "fail", "hang", "flood"]
+    tools = ["count", "echo", "fail", "hang"]
     data["mcp_servers"] |= {
         "t": {"url": mcp_server.url, "tools": tools, "timeout_seconds": 1,
               "requires_confirmation": ["echo"]},
+        # large answers take their time on a busy machine: a timeout of their own
+        "bulk": {"url": mcp_server.url, "tools": ["flood"], "timeout_seconds": 60,
+                 "max_message_bytes": MESSAGE_LIMIT},
         "locked": {"url": guarded_server.url, "headers": {"Authorization": "LOCKED_MCP_AUTH"}},
     }  # fmt: skip
-    data["agent_types"]["tester"]["mcp_servers"] = ["t"]
+    data["agent_types"]["tester"]["mcp_servers"] = ["t", "bulk"]
     path.write_text(yaml.safe_dump(data))
     return path
 
@@ -192,30 +198,49 @@ async def test_the_demo_model_rolls_dice_on_the_bundled_server(api: Orchestrator
     assert api.llm.requests == []  # nothing went to the network
 
 
-async def test_a_hostile_result_is_bounded_everywhere_and_the_question_stays(
+async def test_a_large_result_is_bounded_everywhere_and_the_question_stays(
     api: OrchestratorApi,
 ) -> None:
-    """5 MB of structured content and no text: the cell, its frames and what the model
-    reads are cut to TOOL_RESULT_MAX_BYTES, saying so; the user's question still reaches the
-    model and the turn completes."""
+    """1.5 MB of structured content and no text (under the server's max_message_bytes):
+    the cell, its frames and what the model reads are cut to TOOL_RESULT_MAX_BYTES, saying
+    so; the user's question still reaches the model and the turn completes."""
     limit = api.app.state.settings.tool_result_max_bytes
-    api.llm.script(ToolCalls(Call("t__flood", {"rows": 40_000})), Text("done"))
+    rows = 1_500_000 // ROW_BYTES
+    api.llm.script(ToolCalls(Call("bulk__flood", {"rows": rows})), Text("done"))
     thread_id, run = await api.turn("what is in the flood?")
     [cell] = [m["tool_activity"] for m in await api.tool_messages(thread_id)]
     assert run["status"] == "completed", run
     assert cell["status"] == "success"
     data = cell["data"]
-    assert data["truncated"] is True and data["original_size"] > 5_000_000
-    assert data["type"] == "mcp_result" and data["server"] == "t" and data["tool"] == "flood"
+    assert data["truncated"] is True and data["original_size"] > 1_400_000
+    assert data["type"] == "mcp_result" and data["server"] == "bulk" and data["tool"] == "flood"
     assert len(msgspec.json.encode(data)) <= limit + 64
     framed = [
         frame.message.tool_activity
         for _, frame in api.frames.frames
         if isinstance(frame, MessageFrame)
         and frame.message.tool_activity is not None
-        and frame.message.tool_activity.name == "t__flood"
+        and frame.message.tool_activity.name == "bulk__flood"
     ]
     assert framed and max(len(msgspec.json.encode(a)) for a in framed) <= 2 * limit
     sent = api.llm.requests[1]["messages"]
     assert len(sent[-1]["content"]) <= 2 * limit
     assert any(m["role"] == "user" and m["content"] == "what is in the flood?" for m in sent)
+
+
+async def test_an_answer_past_the_servers_message_limit_is_refused_unread(
+    api: OrchestratorApi,
+) -> None:
+    """5 MB of JSON from a server whose max_message_bytes is 2 MB: the call fails saying
+    so (the answer is not read, nor parsed on the loop), the model is told, and the turn
+    completes."""
+    rows = 5_000_000 // ROW_BYTES
+    api.llm.script(ToolCalls(Call("bulk__flood", {"rows": rows})), Text("too much"))
+    thread_id, run = await api.turn("what is in the flood?")
+    [cell] = [m["tool_activity"] for m in await api.tool_messages(thread_id)]
+    assert run["status"] == "completed", run
+    assert cell["status"] == "failure"
+    assert cell["error_type"] == "system_error"
+    assert cell["error"] == "flood on bulk answered more than 2 MB: the answer was not read."
+    told = _told(api)
+    assert "more than 2 MB" in told["error"] and "narrower" in told["suggestion"]

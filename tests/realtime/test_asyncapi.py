@@ -45,13 +45,25 @@ def test_server_frames_are_one_union_tagged_by_type() -> None:
         discriminator = schemas[union]["discriminator"]
         assert discriminator["propertyName"] == "type"
         mapping = discriminator["mapping"]
-        assert [m["$ref"] for m in schemas[union]["oneOf"]] == list(mapping.values())
+        refs = [m["$ref"] for m in schemas[union]["oneOf"]]
+        if union == "ServerFrame":  # open: an unknown type decodes into the last member
+            assert refs.pop() == "#/components/schemas/UnknownFrame"
+        assert refs == list(mapping.values())
         for frame in frames:
             tag = frame.__struct_config__.tag
             assert mapping[tag] == f"#/components/schemas/{frame.__name__}"
             schema = schemas[frame.__name__]
             assert schema["properties"]["type"] == {"type": "string", "const": tag}
             assert "type" in schema["required"]
+
+
+def test_an_unknown_server_frame_fits_the_fallback_member_alone() -> None:
+    """`oneOf` holds exactly one member for any frame: a known `type` is not the
+    fallback's, a type the server does not send is."""
+    fallback = frame_components()["UnknownFrame"]
+    assert fallback["required"] == ["type"] and fallback["additionalProperties"] == {}
+    excluded = fallback["properties"]["type"]["not"]["enum"]
+    assert sorted(excluded) == sorted(f.__struct_config__.tag for f in SERVER_FRAMES)
 
 
 def test_frames_are_in_forms_swift_generators_read() -> None:

@@ -57,6 +57,9 @@ def cell_data_errors(
     if data is None:
         return [] if status != "success" else ["a successful cell without data"]
     errors = result_schema_errors(TOOL_DATA, data, components)
+    mapping = (components or _components())["schemas"]["ToolData"]["discriminator"]["mapping"]
+    if isinstance(data, dict) and data.get("type") not in mapping:  # UnknownData is for apps
+        errors.append(f"data of a type the union does not name: {data.get('type')!r}")
     expected = {"failure": "error", "in_progress": "progress"}.get(status)
     if status in ("awaiting_approval", "awaiting_device"):
         errors.append(f"a cell {status} with data {data!r}")

@@ -9,7 +9,8 @@ made from, so an edited memory's vector is known stale without any write at edit
 user with numpy on both dialects (docs/memory.md says why not pgvector).
 
 `memory_vector_versions` is one row per user, bumped in the transaction of every change
-to the user's vectors (app/memories/vectors.py): the per-process cache of a user's
+to the user's vectors by triggers on `memory_vectors` (migration 0021, whichever code
+writes the vectors): the per-process cache of a user's
 vectors (app/memories/vector_cache.py) reads that one row to know whether it is still
 good, rather than an aggregate over the rows that hold the blobs. No row: version 0.
 """

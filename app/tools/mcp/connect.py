@@ -17,6 +17,7 @@ from mcp import Client, MCPError
 from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 
+from app.tools.mcp.bounded import BoundedJsonTransport
 from app.tools.mcp_config import McpServerSpec
 
 DENIED_STATUSES = frozenset({401, 403})
@@ -24,9 +25,11 @@ DENIED_STATUSES = frozenset({401, 403})
 
 @dataclass
 class StatusWatch:
-    """The last refusal (401/403) any request of the connection got."""
+    """The last refusal (401/403) any request of the connection got, and the limit an
+    answer passed (`max_message_bytes`), if one did."""
 
     denied: int | None = None
+    too_large: int | None = None
 
     async def __call__(self, response: httpx2.Response) -> None:
         if response.status_code in DENIED_STATUSES:
@@ -56,11 +59,15 @@ async def connect(
         headers=headers,
         timeout=httpx2.Timeout(limit, read=limit + 5),
         event_hooks={"response": [watch]},
+        transport=BoundedJsonTransport(spec.max_message_bytes, watch),
+    )
+    transport = streamable_http_client(
+        spec.url, http_client=http, max_sse_event_size=spec.max_message_bytes
     )
     async with (
         http,
         Client(
-            streamable_http_client(spec.url, http_client=http),
+            transport,
             read_timeout_seconds=limit,
             elicitation_callback=elicitation,
         ) as client,

@@ -174,6 +174,15 @@ class McpTool(Tool):
                 suggestion="Tell the user the connection to this service needs renewing.",
                 server=self.spec.name,
             )
+        if watch.too_large is not None:
+            return ToolResult.failure(
+                f"{self.remote} on {self.spec.name} answered more than "
+                f"{_megabytes(watch.too_large)}: the answer was not read.",
+                "system_error",
+                suggestion="Ask for less (a narrower query, fewer rows), or answer "
+                "without this tool.",
+                server=self.spec.name,
+            )
         reason = describe_failure(exc)
         logger.warning("mcp %s.%s failed: %s", self.spec.name, self.remote, reason)
         return ToolResult.failure(
@@ -220,6 +229,10 @@ class McpTool(Tool):
             return [f"{key}: {_compact(value)}" for key, value in list(structured.items())[:3]]
         lines = [line.strip() for line in str(data.get("text") or "").splitlines()]
         return [line for line in lines if line][:3] or None
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):g} MB"
 
 
 def _compact(value: Any) -> str:

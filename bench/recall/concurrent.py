@@ -1,0 +1,155 @@
+"""Many users recalling at once: recall's times and the event loop's lag meanwhile.
+
+`uv run python -m bench.recall --users 20 [--memories 10000] [--recalls 30]
+[--dialects sqlite,postgresql]`
+
+`--users` users, each with `--memories` memories and vectors (as `bench.recall` fills
+one), in a fresh database per dialect. Each user is a task of its own that recalls
+`--recalls` times back to back, every recall with words of its own (as users' messages
+are: each query is embedded, none is found among the latest queries' vectors), all the
+users at once on this process's one event loop, as a server's turns run them. A probe on
+the same loop asks to be woken every 1 ms and records how late it is woken
+(bench/looplag/server.py): the work recall does on the loop's thread, not off it.
+
+Phases:
+- cold: nothing kept (a cache that keeps nothing), every recall reads and unpacks its
+  user's vectors: after a deploy, or when every user's vectors changed;
+- kept: this process's cache as it is (app/memories/vector_cache.py), after one recall
+  per user to fill it. A cache smaller than all the users' vectors evicts as it goes:
+  the line before the table says how many users' vectors it holds;
+- kept, query known: the same, each user asking its one question again (its vector is
+  among the latest queries': no embedding), to tell the embedding's share of the lag;
+- embedding alone: the users' queries embedded at once, no database.
+
+Goal (issue 44): loop lag p99 <= 5 ms while the users recall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
+
+from app.memories import embedding, recall, vector_cache
+from bench.common import freeze_heap
+from bench.looplag.server import Probe
+
+TOPICS = ("what do I like to drink", "where does my sister live", "what food should I avoid")
+
+
+@dataclass
+class Phase:
+    times_ms: list[float] = field(default_factory=list)  # each recall's (or embedding's)
+    lag_ms: list[float] = field(default_factory=list)
+
+
+Worker = Callable[[Phase], Awaitable[None]]
+
+
+def _query(user: int, turn: int) -> str:
+    return f"{TOPICS[(user + turn) % len(TOPICS)]}, asks user {user} at turn {turn}"
+
+
+def recaller(sessions: async_sessionmaker[AsyncSession], user: int, owner: uuid.UUID,
+             turns: list[int]) -> Worker:  # fmt: skip
+    async def work(phase: Phase) -> None:
+        for turn in turns:
+            started = time.perf_counter()
+            async with sessions() as session:
+                await recall.recall(session, owner, _query(user, turn), 5)
+            phase.times_ms.append((time.perf_counter() - started) * 1000)
+
+    return work
+
+
+def embedder_of(embedder: embedding.Embedder, user: int, turns: list[int]) -> Worker:
+    async def work(phase: Phase) -> None:
+        for turn in turns:
+            started = time.perf_counter()
+            await embedder.embed([_query(user, turn)])
+            phase.times_ms.append((time.perf_counter() - started) * 1000)
+
+    return work
+
+
+async def measured(workers: list[Worker]) -> Phase:
+    """The workers all at once, the loop's lag recorded meanwhile."""
+    phase, probe = Phase(), Probe()
+    probe.start()
+    try:
+        await asyncio.gather(*(work(phase) for work in workers))
+    finally:
+        phase.lag_ms = probe.take()
+        if probe.task is not None:
+            probe.task.cancel()
+    return phase
+
+
+async def run(
+    url: str, embedder: embedding.Embedder, owners: list[uuid.UUID], recalls: int
+) -> dict[str, Phase]:
+    # One connection per user, as a server's pool serves its turns.
+    engine = create_async_engine(url, pool_size=len(owners), max_overflow=0)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    users = list(enumerate(owners))
+    embedding.install(embedder)
+    kept_before = vector_cache.cache
+    freeze_heap()  # as the server does once started (app/lib/heap.py)
+
+    async def recalling(turns: list[int]) -> Phase:
+        return await measured([recaller(sessions, i, owner, turns) for i, owner in users])
+
+    phases: dict[str, Phase] = {}
+    try:
+        vector_cache.cache = vector_cache.VectorCache(max_bytes=0)
+        phases["cold"] = await recalling(list(range(recalls)))
+        vector_cache.cache = vector_cache.VectorCache()
+        await recalling([recalls])  # fills the cache; these queries' vectors are kept too
+        phases["kept"] = await recalling(list(range(recalls + 1, 2 * recalls + 1)))
+        # Where the lag comes from: kept recalls of a known query (no embedding), then
+        # the queries' embeddings alone (no database).
+        phases["kept, query known"] = await recalling([recalls] * recalls)
+        fresh = list(range(2 * recalls + 1, 3 * recalls + 1))
+        phases["embedding alone"] = await measured(
+            [embedder_of(embedder, i, fresh) for i, _ in users]
+        )
+    finally:
+        vector_cache.cache = kept_before
+        embedding.uninstall(embedder)
+        await engine.dispose()
+    return phases
+
+
+def users_kept(users: int, memories: int, dimensions: int) -> str:
+    each = memories * dimensions * 4
+    held = min(users, vector_cache.MAX_CACHED_BYTES // each) if each else users
+    return (
+        f"the cache holds {held} of {users} users' vectors "
+        f"({each / 2**20:.1f} MiB each, MAX_CACHED_BYTES {vector_cache.MAX_CACHED_BYTES >> 20} MiB)"
+    )
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+HEADER = (
+    "| dialect | phase | recalls | recall p50 | recall p99 | lag samples | lag p50 | lag p99 "
+    "| lag max |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+)
+
+
+def row(dialect: str, name: str, phase: Phase) -> str:
+    recalls, lags = phase.times_ms, phase.lag_ms
+    return (
+        f"| {dialect} | {name} | {len(recalls)} | {pct(recalls, 0.5):.1f} ms "
+        f"| {pct(recalls, 0.99):.1f} ms | {len(lags)} | {pct(lags, 0.5):.2f} ms "
+        f"| {pct(lags, 0.99):.2f} ms | {max(lags, default=float('nan')):.1f} ms |"
+    )
