@@ -291,5 +291,5 @@ def test_hey_api_types_take_the_newer_page(tmp_path: Path, served_page: dict[str
     assert run.returncode == 0, run.stdout + run.stderr
     text = (out / "types.gen.ts").read_text()
     assert "export type OpenToolStatus = ToolStatus | string;" in text
-    assert "export type OpenToolData = ToolData | UnknownData;" in text
+    assert "export type OpenToolData = ToolData | UnknownToolData;" in text
     _typescript_check(tmp_path, out / "types.gen.ts", "MessagePage, ToolStatus", served_page["page"])  # fmt: skip

@@ -98,7 +98,7 @@ UNKNOWN_FRAME = (
 )
 # Also published open (`OpenServerFrame`: app/lib/open_schemas.py): Apple's generator reads
 # the `oneOf` as closed whatever its members.
-open_union("ServerFrame", "UnknownFrame", UNKNOWN_FRAME)
+open_union("ServerFrame", "UnknownServerFrame", UNKNOWN_FRAME)
 # openapi-python-client makes no type of a component that is a union (only of objects):
 # a property of one is generated as a union type with its parser.
 SERVER_FRAME_ENVELOPE = (

@@ -60,9 +60,10 @@ UNKNOWN_DATA = (
     "kept. Show the cell from its generic fields (`name`, `status`, `display_message`, "
     "`preview`, `error`)."
 )
-# Also published open (`OpenToolData`: app/lib/open_schemas.py): Apple's generator reads
+# Also published open (`OpenToolData`, app/lib/open_schemas.py; its fallback apart from the
+# `oneOf`, where openapi-typescript would type its `type` "UnknownData"): Apple's generator reads
 # the `oneOf` as closed whatever its members.
-open_union("ToolData", "UnknownData", UNKNOWN_DATA)
+open_union("ToolData", "UnknownToolData", UNKNOWN_DATA)
 
 
 def data_components() -> dict[str, dict[str, Any]]:
