@@ -1,6 +1,8 @@
-"""Write the OpenAPI document the app serves to openapi/openapi.json.
+"""Write the OpenAPI document the app serves to openapi/openapi.json, and beside it
+openapi-generator's configuration for it (openapi/openapi-generator.json: its fallback
+cases, and the open sets read as the closed ones they wrap, app/lib/open_schemas.py).
 
-`uv run python -m app.openapi_export` regenerates it; `--check` exits 1 when the committed
+`uv run python -m app.openapi_export` regenerates both; `--check` exits 1 when a committed
 file differs from what the app generates (tests/test_openapi.py does the same).
 """
 
@@ -11,9 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from app.lib.open_schemas import generator_config
 from app.settings import PROJECT_ROOT, Settings
 
 OPENAPI_FILE = PROJECT_ROOT / "openapi" / "openapi.json"
+GENERATOR_CONFIG_FILE = PROJECT_ROOT / "openapi" / "openapi-generator.json"
 
 
 def generate_openapi() -> dict[str, Any]:
@@ -29,18 +33,27 @@ def render(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def main(argv: list[str]) -> int:
-    target = Path(OPENAPI_FILE)
+def generated_files() -> dict[Path, dict[str, Any]]:
     document = generate_openapi()
+    config = generator_config(document["components"]["schemas"])
+    return {Path(OPENAPI_FILE): document, Path(GENERATOR_CONFIG_FILE): config}
+
+
+def main(argv: list[str]) -> int:
+    files = generated_files()
     if "--check" in argv:
-        committed = json.loads(target.read_text()) if target.exists() else None
-        if committed != document:
-            print(f"{target} is stale: run `uv run python -m app.openapi_export`", file=sys.stderr)
-            return 1
+        for target, content in files.items():
+            committed = json.loads(target.read_text()) if target.exists() else None
+            if committed != content:
+                print(
+                    f"{target} is stale: run `uv run python -m app.openapi_export`", file=sys.stderr
+                )
+                return 1
         return 0
-    target.parent.mkdir(exist_ok=True)
-    target.write_text(render(document))
-    print(f"wrote {target}")
+    for target, content in files.items():
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(render(content))
+        print(f"wrote {target}")
     return 0
 
 

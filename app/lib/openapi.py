@@ -1,6 +1,6 @@
 """The OpenAPI document as served and exported: nullability Swift generators read, the
-schemas' published marks (open enums, property references, named items), and the forms
-the tests forbid.
+schemas' published marks (property references, named items; the open sets of
+app/lib/open_schemas.py), and the forms the tests forbid.
 
 Litestar documents `X | None` as `oneOf: [X, {type: null}]`. Apple's
 swift-openapi-generator skips any schema with a `{type: null}` member (its issues #286,
@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from dataclasses import field as dataclass_field
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import OpenAPI
 
+from app.lib.open_schemas import with_open_schemas
 from app.lib.openapi_docs import documented
 from app.lib.openapi_problems import with_problem_responses
 
@@ -42,38 +43,6 @@ _PROPERTY_REFS: dict[tuple[str, str], str] = {}
 def refer_property(struct: type, field: str, component: str) -> None:
     """Publish `struct.field` as a reference to `component` (see `_PROPERTY_REFS`)."""
     _PROPERTY_REFS[(struct.__name__, field)] = component
-
-
-# The value sets that may grow (docs/api.md, "Forward compatibility"), by their values.
-_OPEN_ENUMS: set[frozenset[Any]] = set()
-OPEN_ENUM_NOTE = (
-    "Open: may gain values; map one you do not know to a fallback (docs/api.md, "
-    "Forward compatibility)."
-)
-
-
-def open_enum(literal: Any) -> None:
-    """Publish the Literal's values, wherever an `enum` has exactly them, as an open set:
-    `x-extensible-enum` (the values known today) and a note in the description. Generated
-    clients keep a typed enum; a client must map an unknown value to a fallback."""
-    _OPEN_ENUMS.add(frozenset(get_args(literal)))
-
-
-def with_open_enums(node: Any) -> Any:
-    """`node` (a document or schemas) with every open enum marked (see `open_enum`)."""
-    if isinstance(node, list):
-        return [with_open_enums(value) for value in node]
-    if not isinstance(node, dict):
-        return node
-    node = {key: with_open_enums(value) for key, value in node.items()}
-    values = node.get("enum")
-    if "x-extensible-enum" in node or not isinstance(values, list):
-        return node  # marked already (a component written by msgspec, then the document)
-    if frozenset(v for v in values if v is not None) in _OPEN_ENUMS:
-        node["x-extensible-enum"] = [v for v in values if v is not None]
-        described = node.get("description")
-        node["description"] = f"{described} {OPEN_ENUM_NOTE}" if described else OPEN_ENUM_NOTE
-    return node
 
 
 # (component, array property) -> the name its items' schema is published under: an
@@ -193,8 +162,8 @@ class _SwiftReadyOpenAPI(OpenAPI):
         schemas = document.setdefault("components", {}).setdefault("schemas", {})
         for name, schema in (self.extra_schemas or {}).items():
             schemas.setdefault(name, schema)  # Litestar's own schema of a Struct wins
-        with_property_refs(schemas)
-        return documented(with_open_enums(with_problem_responses(document)))
+        with_open_schemas(with_property_refs(schemas))
+        return documented(with_problem_responses(document))
 
 
 @dataclass

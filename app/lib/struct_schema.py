@@ -21,7 +21,8 @@ from typing import Any
 
 import msgspec
 
-from app.lib.openapi import NULL_SCHEMA, swift_ready, with_open_enums, with_property_refs
+from app.lib.open_schemas import with_open_schemas
+from app.lib.openapi import NULL_SCHEMA, swift_ready, with_property_refs
 
 REF_TEMPLATE = "#/components/schemas/{name}"
 
@@ -95,7 +96,7 @@ def struct_components(roots: Iterable[type]) -> dict[str, dict[str, Any]]:
                         member["format"] = "date-time"
             if field.encode_name in omitted:
                 properties[field.encode_name] = _without_null(prop)
-    return with_open_enums(with_property_refs(swift_ready(_typed_enums(schemas))))
+    return with_open_schemas(with_property_refs(swift_ready(_typed_enums(schemas))))
 
 
 def _typed_enums(node: Any) -> Any:

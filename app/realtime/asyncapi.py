@@ -10,6 +10,7 @@ import json
 import sys
 from typing import Any
 
+from app.lib.open_schemas import open_union, with_open_schemas
 from app.lib.struct_schema import REF_TEMPLATE, struct_components, tagged_union, unknown_member
 from app.realtime import events
 from app.settings import PROJECT_ROOT
@@ -95,6 +96,9 @@ UNKNOWN_FRAME = (
     "A frame of a type this app does not know (added after it was built): what an older "
     "app decodes a newer frame into, its `type` and every other key kept. Skip it."
 )
+# Also published open (`OpenServerFrame`: app/lib/open_schemas.py): Apple's generator reads
+# the `oneOf` as closed whatever its members.
+open_union("ServerFrame", "UnknownServerFrame", UNKNOWN_FRAME)
 # openapi-python-client makes no type of a component that is a union (only of objects):
 # a property of one is generated as a union type with its parser.
 SERVER_FRAME_ENVELOPE = (
@@ -141,7 +145,7 @@ def _asyncapi_schemas() -> dict[str, dict[str, Any]]:
     """The frames' schemas in AsyncAPI's dialect: its Schema Object names the discriminating
     property by a string (`discriminator: "type"`), where OpenAPI's takes an object with a
     mapping (openapi.json keeps that form; the official parser rejects it here)."""
-    schemas = frame_components()
+    schemas = with_open_schemas(frame_components())
     for name, schema in schemas.items():
         if isinstance(schema.get("discriminator"), dict):
             schemas[name] = {**schema, "discriminator": schema["discriminator"]["propertyName"]}

@@ -7,7 +7,7 @@ from uuid import UUID
 
 import msgspec
 
-from app.lib.openapi import open_enum
+from app.lib.open_schemas import open_enum
 from app.memories.schemas import MemoryRead
 from app.tasks.schemas import TaskRead
 from app.threads.schemas import RunRead, ThreadMessageRead
@@ -124,7 +124,8 @@ class ResetFrame(Frame, tag="reset"):
 
 
 MemoryChange = Literal["saved", "deleted", "cleared", "stale"]
-open_enum(MemoryChange)  # new values may come: clients keep a fallback (refetch the list)
+# New values may come: clients keep a fallback (refetch the list).
+open_enum(MemoryChange, "MemoryChange")
 
 
 class MemoryFrame(Frame, tag="memory", omit_defaults=True):
@@ -147,7 +148,7 @@ class PongFrame(Frame, tag="pong"):
 
 
 FrameErrorType = Literal["bad_frame", "unknown_type", "not_found", "limit", "unauthorized"]
-open_enum(FrameErrorType)  # new values may come: clients keep a fallback
+open_enum(FrameErrorType, "FrameErrorType")  # new values may come: clients keep a fallback
 
 
 class ErrorFrame(Frame, tag="error"):

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from app.db import clock
-from app.lib.openapi import open_enum
+from app.lib.open_schemas import open_enum
 from app.tools.preview import call_signature
 from app.tools.results import error_data
 
@@ -52,7 +52,7 @@ SUCCESS: ToolStatus = "success"
 FAILURE: ToolStatus = "failure"
 WAITING_STATUSES: tuple[ToolStatus, ...] = (AWAITING_APPROVAL, AWAITING_DEVICE, AWAITING_INPUT)
 OPEN_STATUSES: tuple[ToolStatus, ...] = (PREPARING, IN_PROGRESS, *WAITING_STATUSES)
-open_enum(ToolStatus)  # new values may come: clients keep a fallback
+open_enum(ToolStatus, "ToolStatus")  # new values may come: clients keep a fallback
 
 WAITING_FOR_APPROVAL = "Waiting for your approval"
 APPROVED = "Approved"

@@ -7,7 +7,8 @@ from uuid import UUID
 import msgspec
 
 from app.attachments.schemas import AttachmentRead
-from app.lib.openapi import name_items, open_enum, refer_property
+from app.lib.open_schemas import open_enum
+from app.lib.openapi import name_items, refer_property
 from app.lib.schema import Input, NonNegativeInt, Schema
 from app.threads.activity import ToolStatus
 from app.threads.plan import Plan, PlanStepStatus
@@ -272,7 +273,7 @@ class InputAnswer(Input):
     content: dict[str, Any] | None = None
 
 
-open_enum(RunStatusName)
+open_enum(RunStatusName, "RunStatus")
 refer_property(ToolActivity, "data", "ToolData")
 name_items(
     MessageCreate,

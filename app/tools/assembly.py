@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from app.lib.open_schemas import open_union
 from app.lib.struct_schema import struct_components, tagged_union, unknown_member
 from app.tools.base import Tool, ToolData
 from app.tools.builtin.memory import MemoryTool
@@ -59,6 +60,10 @@ UNKNOWN_DATA = (
     "kept. Show the cell from its generic fields (`name`, `status`, `display_message`, "
     "`preview`, `error`)."
 )
+# Also published open (`OpenToolData`, app/lib/open_schemas.py; its fallback apart from the
+# `oneOf`, where openapi-typescript would type its `type` "UnknownData"): Apple's generator reads
+# the `oneOf` as closed whatever its members.
+open_union("ToolData", "UnknownToolData", UNKNOWN_DATA)
 
 
 def data_components() -> dict[str, dict[str, Any]]:

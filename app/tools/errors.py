@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from app.lib.openapi import open_enum
+from app.lib.open_schemas import open_enum
 
 ErrorType = Literal[
     "validation_error",
@@ -20,7 +20,7 @@ ErrorType = Literal[
     "cancelled",
 ]
 ERROR_TYPES: tuple[str, ...] = ErrorType.__args__  # type: ignore[attr-defined]
-open_enum(ErrorType)  # new values may come: clients keep a fallback
+open_enum(ErrorType, "ErrorType")  # new values may come: clients keep a fallback
 
 
 def error_type_for_status(status: int) -> ErrorType:

@@ -24,7 +24,7 @@ import pytest
 from app.openapi_export import OPENAPI_FILE
 from app.settings import PROJECT_ROOT
 
-STARTUP_TIMEOUT = 60
+STARTUP_TIMEOUT = 120  # seconds: a cold start runs every migration, slower on a busy machine
 UVICORN = [sys.executable, "-m", "uvicorn", "app:create_app", "--factory"]
 
 
