@@ -113,6 +113,9 @@ async def test_an_app_host_cut_from_its_clients_mid_turn(healed: Deployment) -> 
     report("app host cut from its clients", healed.transport, recovery)
 
 
+# Push is claimed and sent from the database by each host's sender, whatever carries the
+# wake-ups: one transport is enough (the cut mid-turn above runs on both).
+@pytest.mark.parametrize("deployment", ["wake-pg"], indirect=True)
 async def test_an_unwatched_turn_cut_from_postgresql_is_pushed_once(healed: Deployment) -> None:
     """Nobody watches the thread, a phone is registered for push: the survivor's failing
     the run is one alert; when the link heals the cut runner, fenced, ends nothing and
