@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from uuid import UUID
 
+import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db.models import Memory
 from app.memories import embedding, services
 from app.memories.keeper import embed_pending
+from tests.conftest import ApiUser
 
 
 async def save(
@@ -28,3 +30,13 @@ async def embed_all(factory: async_sessionmaker[AsyncSession]) -> int:
     embedder = embedding.current()
     assert embedder is not None, "the embedded model serves by default"
     return await embed_pending(factory, embedder)
+
+
+async def top_memory(client: httpx.AsyncClient, user: ApiUser, query: str) -> str | None:
+    """What the user's memory search puts first for `query`, as the app shows it."""
+    found = await client.get(
+        "/api/memories/search", params={"q": query, "limit": 1}, headers=user.headers
+    )
+    assert found.status_code == 200, found.text
+    items = found.json()["items"]
+    return items[0]["memory"]["content"] if items else None

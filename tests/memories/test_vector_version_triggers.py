@@ -14,7 +14,7 @@ from app.db.base import GUID, DateTimeUTC
 from app.db.models import User, memory_vector_versions, memory_vectors
 from app.memories import embedding, services, vectors
 from tests.conftest import ApiUser
-from tests.memories.support import embed_all, save
+from tests.memories.support import embed_all, save, top_memory
 
 BEVERAGE = "what beverage do I like"
 
@@ -37,15 +37,6 @@ DELETE_USER = text("DELETE FROM users WHERE id = :user_id")
 DELETE_USER = DELETE_USER.bindparams(bindparam("user_id", type_=GUID()))
 
 
-async def _top(client: httpx.AsyncClient, user: ApiUser, query: str) -> str | None:
-    found = await client.get(
-        "/api/memories/search", params={"q": query, "limit": 1}, headers=user.headers
-    )
-    assert found.status_code == 200, found.text
-    items = found.json()["items"]
-    return items[0]["memory"]["content"] if items else None
-
-
 async def _vector_of(factory: async_sessionmaker[AsyncSession], memory_id: UUID) -> bytes:
     async with factory() as session:
         query = select(memory_vectors.c.vector).where(memory_vectors.c.memory_id == memory_id)
@@ -58,7 +49,7 @@ async def test_vectors_written_by_plain_sql_are_seen_at_the_next_recall(
     owner = alice.user.id
     berlin = await save(session_factory, owner, "My sister lives in Berlin")
     await embed_all(session_factory)
-    assert await _top(client, alice, BEVERAGE) is None  # the user's vectors are kept now
+    assert await top_memory(client, alice, BEVERAGE) is None  # the user's vectors are kept now
 
     # inserted: a memory saved with its vector in one transaction (no keeper ever sees it
     # lacking one), the vector by a plain INSERT
@@ -74,7 +65,7 @@ async def test_vectors_written_by_plain_sql_are_seen_at_the_next_recall(
                 "updated_at": coffee.updated_at, "vector": vectors.pack(made[0]),
             },
         )  # fmt: skip
-    assert await _top(client, alice, BEVERAGE) == "I drink my coffee black"
+    assert await top_memory(client, alice, BEVERAGE) == "I drink my coffee black"
 
     # updated: the two memories' vectors swapped by plain UPDATEs
     coffee_vector = await _vector_of(session_factory, coffee.id)
@@ -82,13 +73,13 @@ async def test_vectors_written_by_plain_sql_are_seen_at_the_next_recall(
     async with session_factory() as session, session.begin():
         await session.execute(SET_VECTOR, {"memory_id": berlin.id, "vector": coffee_vector})
         await session.execute(SET_VECTOR, {"memory_id": coffee.id, "vector": berlin_vector})
-    assert await _top(client, alice, BEVERAGE) == "My sister lives in Berlin"
+    assert await top_memory(client, alice, BEVERAGE) == "My sister lives in Berlin"
 
     # deleted: the vector that answered goes (the keeper may embed Berlin again meanwhile:
     # its own vector, which is no beverage either)
     async with session_factory() as session, session.begin():
         await session.execute(DELETE_VECTOR, {"memory_id": berlin.id})
-    assert await _top(client, alice, BEVERAGE) is None
+    assert await top_memory(client, alice, BEVERAGE) is None
 
 
 async def test_a_user_deleted_with_vectors_leaves_no_version_behind(
