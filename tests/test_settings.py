@@ -69,6 +69,7 @@ DEFAULTS = {
     "max_request_body_bytes": 256 * 1024,
     "memory_embeddings": "embedded",
     "memory_vectors_retry_seconds": 30.0,
+    "memory_vector_cache_mib": 256,
     "ws_idle_timeout_seconds": 120.0,
     "run_lease_seconds": 30.0,
     "approval_ttl_seconds": 600.0,

@@ -10,14 +10,13 @@ log line.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-from app.memories import embedded
+from app.memories import embedded, embedding_batches
 
 logger = logging.getLogger(__name__)
 Vectors = NDArray[np.float32]
@@ -32,12 +31,16 @@ class Embedder(Protocol):
 
 
 class EmbeddedEmbedder:
-    """all-MiniLM-L6-v2 from its registry package, on a worker thread (CPU-bound)."""
+    """all-MiniLM-L6-v2 from its registry package, on a worker thread of its own (CPU-bound),
+    concurrent requests batched (app/memories/embedding_batches.py)."""
 
     model = embedded.MODEL_NAME
 
+    def __init__(self) -> None:
+        self.batches = embedding_batches.Batcher(lambda texts: embedded.model().encode(texts))
+
     async def embed(self, texts: list[str]) -> Vectors:
-        return await asyncio.to_thread(lambda: embedded.model().encode(texts))
+        return await self.batches.embed(texts)
 
 
 # Installed by each running app, last one serving (tests run several apps in one process).

@@ -21,7 +21,7 @@ from litestar.plugins import InitPluginProtocol
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.lib.background import BackgroundService
-from app.memories import changes, embedding, vectors
+from app.memories import changes, embedding, vector_cache, vectors
 from app.memories.embedding import Embedder
 from app.memories.schemas import MemoryRead
 from app.settings import Settings
@@ -87,6 +87,7 @@ class MemoryVectorKeeper(InitPluginProtocol):
     async def __aenter__(self) -> MemoryVectorKeeper:
         self.embedder = embedding.chosen(self.settings.memory_embeddings, self.given)
         embedding.install(self.embedder)
+        vector_cache.cache = vector_cache.VectorCache(self.settings.memory_vector_cache_mib << 20)
         changes.register(self._sink)
         self.service.start()
         return self

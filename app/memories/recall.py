@@ -139,13 +139,12 @@ async def recall(
     session: AsyncSession, owner_id: UUID, query: str, limit: int
 ) -> tuple[list[Recalled], bool]:
     """The user's memories about `query`, best first, and whether meaning took part."""
-    worded = await services.search_memories(session, owner_id, query, WORD_CANDIDATES)
-    worded_ids = [m.id for m in worded]
-    meaning = await _by_meaning(session, owner_id, query, worded_ids, limit)
+    worded = await services.search_memory_ids(session, owner_id, query, WORD_CANDIDATES)
+    meaning = await _by_meaning(session, owner_id, query, worded, limit)
     if meaning is None:
-        fused: list[tuple[UUID, MatchedBy, float]] = [(m.id, "words", 0.0) for m in worded[:limit]]
+        fused: list[tuple[UUID, MatchedBy, float]] = [(i, "words", 0.0) for i in worded[:limit]]
     else:
-        fused = _fuse(meaning, worded_ids, limit)
+        fused = _fuse(meaning, worded, limit)
     if not fused:
         return [], meaning is not None
     rows = await session.execute(

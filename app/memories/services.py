@@ -91,6 +91,18 @@ async def search_memories(
     return list(await session.scalars(stmt.limit(limit)))
 
 
+async def search_memory_ids(
+    session: AsyncSession, owner_id: UUID, query: str, limit: int
+) -> list[UUID]:
+    """`search_memories`' ids alone: recall reads its few winners' rows after fusion, not
+    every candidate's (ORM objects built on the event loop)."""
+    terms = search_terms(query)
+    if not terms:
+        return []
+    stmt = repository.matching_memories(session.bind.dialect.name, owner_id, terms)
+    return list(await session.scalars(stmt.with_only_columns(Memory.id).limit(limit)))
+
+
 async def delete_memory(session: AsyncSession, memory: Memory) -> None:
     owner_id, memory_id = memory.owner_id, memory.id
     await session.delete(memory)

@@ -10,8 +10,8 @@ whichever process made it.
 The version is read before the vectors, so a change committed between the two reads only
 costs one more read of them at the next recall, never a stale matrix kept.
 
-Bounded: the users kept are the most recently recalled, up to `MAX_CACHED_BYTES` of
-vectors in all.
+Bounded: the users kept are the most recently recalled, up to the `memory_vector_cache_mib`
+setting's bytes of vectors in all (the keeper sizes this process's cache when it starts).
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from uuid import UUID
 
 import numpy as np
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.memories import vectors
 
-MAX_CACHED_BYTES = 256 * 1024 * 1024
+MAX_CACHED_BYTES = 256 * 1024 * 1024  # the setting's default: memory_vector_cache_mib
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +38,9 @@ class UserVectors:
     rows: dict[UUID, int]  # ids' rows (built off the loop: thousands of hashes)
 
 
-def _read(version: int, ids: list[UUID], blobs: list[bytes]) -> UserVectors:
+def _read(version: int, rows: vectors.RawVectors, dialect: Dialect) -> UserVectors:
+    ids = vectors.memory_ids(rows, dialect)
+    blobs = [row[1] for row in rows]
     dimensions = len(blobs[0]) // 4 if blobs else 0
     matrix = vectors.unpack_all(blobs, dimensions)
     return UserVectors(version, ids, matrix, {memory_id: i for i, memory_id in enumerate(ids)})
@@ -58,8 +61,8 @@ class VectorCache:
         if kept is not None and kept.version == version:
             self._kept.move_to_end(key)
             return kept
-        ids, blobs = await vectors.user_vectors(session, owner_id, model)
-        entry = await asyncio.to_thread(_read, version, ids, blobs)
+        rows = await vectors.user_vectors(session, owner_id, model)
+        entry = await asyncio.to_thread(_read, version, rows, session.bind.dialect)
         self._keep(key, entry)
         return entry
 

@@ -15,13 +15,17 @@ deploy, too). The per-process cache (app/memories/vector_cache.py) compares that
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import Table, column, delete, exists, literal, select, values
+from sqlalchemy import Row, Table, column, delete, exists, literal, select, type_coerce, values
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.types import NullType
 
 from app.db.models import Memory, memory_vector_versions, memory_vectors
 from app.memories.embedding import Vectors
@@ -50,13 +54,21 @@ def unpack_all(blobs: list[bytes], dimensions: int) -> Vectors:
     return matrix
 
 
-async def user_vectors(
-    session: AsyncSession, owner_id: UUID, model: str
-) -> tuple[list[UUID], list[bytes]]:
-    """The user's memory ids and their vectors of `model` (one indexed scan)."""
-    query = select(v.memory_id, v.vector).where(v.owner_id == owner_id, v.model == model)
-    rows = (await session.execute(query)).all()
-    return [r[0] for r in rows], [r[1] for r in rows]
+RawVectors = Sequence[Row[tuple[Any, bytes]]]  # (memory id as the driver gives it, vector)
+
+
+async def user_vectors(session: AsyncSession, owner_id: UUID, model: str) -> RawVectors:
+    """The user's memory ids and their vectors of `model` (one indexed scan), as the
+    driver returns them: no type's conversion runs per row on the event loop (thousands of
+    ids turned into UUIDs); `memory_ids` does it, on a worker thread."""
+    query = select(type_coerce(v.memory_id, NullType()), type_coerce(v.vector, NullType()))
+    return (await session.execute(query.where(v.owner_id == owner_id, v.model == model))).all()
+
+
+def memory_ids(rows: RawVectors, dialect: Dialect) -> list[UUID]:
+    """The ids of `user_vectors`' rows as the column's type reads them."""
+    read = v.memory_id.type.process_result_value
+    return [read(row[0], dialect) for row in rows]
 
 
 async def memories_lacking_vectors(

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from app.settings.base import PositiveFloat
+from app.settings.base import PositiveFloat, PositiveInt
 
 
 @dataclass(frozen=True)
@@ -28,3 +28,11 @@ class MemorySettings:
         PositiveFloat,
         Meta(description="how often memories whose embedding failed are embedded again"),
     ] = 30.0
+    memory_vector_cache_mib: Annotated[
+        PositiveInt,
+        Meta(
+            description="MiB of memory vectors each server process keeps between recalls "
+            "(the most recently recalled users'; 10,000 memories of the embedded model "
+            "take about 15 MiB): a recall of a user not kept reads all their vectors"
+        ),
+    ] = 256

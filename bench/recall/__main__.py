@@ -36,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_asyn
 from app.db.models import Memory, User, memory_vectors
 from app.lib.time import utcnow
 from app.memories import embedding, recall, vector_cache
+from app.settings.memory import MemorySettings
 from bench.recall import concurrent
 from bench.turn.setup import fresh_database
 
@@ -119,7 +120,7 @@ def _row(dialect: str, name: str, samples: list[float]) -> str:
     return f"| {dialect} | {name} | {statistics.median(samples):.1f} ms | {p99:.1f} ms |"
 
 
-async def _run_users(url: str, users: int, memories: int, recalls: int) -> dict:
+async def _run_users(url: str, users: int, memories: int, recalls: int, cache_mib: int) -> dict:
     engine = create_async_engine(url)
     sessions = async_sessionmaker(engine, expire_on_commit=False)
     dims = (await EMBEDDER.embed(["warm up"])).shape[1]
@@ -127,8 +128,8 @@ async def _run_users(url: str, users: int, memories: int, recalls: int) -> dict:
         owners = [await _fill(sessions, memories, dims) for _ in range(users)]
     finally:
         await engine.dispose()
-    print(concurrent.users_kept(users, memories, dims), flush=True)
-    return await concurrent.run(url, EMBEDDER, owners, recalls)
+    print(concurrent.users_kept(users, memories, dims, cache_mib << 20), flush=True)
+    return await concurrent.run(url, EMBEDDER, owners, recalls, cache_mib << 20)
 
 
 def main_users(args: argparse.Namespace) -> None:
@@ -137,7 +138,9 @@ def main_users(args: argparse.Namespace) -> None:
     rows = []
     for dialect in args.dialects.split(","):
         with fresh_database(dialect) as url:
-            phases = asyncio.run(_run_users(url, args.users, args.memories, args.recalls))
+            phases = asyncio.run(
+                _run_users(url, args.users, args.memories, args.recalls, args.cache_mib)
+            )
         rows += [concurrent.row(dialect, name, phase) for name, phase in phases.items()]
     print(concurrent.HEADER)
     print("\n".join(rows), flush=True)
@@ -149,6 +152,7 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--recalls", type=int, default=50)
     parser.add_argument("--users", type=int, default=1, help="> 1: recalling at once")
+    parser.add_argument("--cache-mib", type=int, default=MemorySettings.memory_vector_cache_mib)
     args = parser.parse_args()
     if args.users > 1:
         main_users(args)

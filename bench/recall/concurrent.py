@@ -1,7 +1,7 @@
 """Many users recalling at once: recall's times and the event loop's lag meanwhile.
 
 `uv run python -m bench.recall --users 20 [--memories 10000] [--recalls 30]
-[--dialects sqlite,postgresql]`
+[--dialects sqlite,postgresql] [--cache-mib 256]`
 
 `--users` users, each with `--memories` memories and vectors (as `bench.recall` fills
 one), in a fresh database per dialect. Each user is a task of its own that recalls
@@ -12,11 +12,14 @@ the same loop asks to be woken every 1 ms and records how late it is woken
 (bench/looplag/server.py): the work recall does on the loop's thread, not off it.
 
 Phases:
+- baseline: one row read in a session of its own per user and round, at once: what any
+  request costs the loop, queued as 20 requests at once queue (the floor under recall's);
 - cold: nothing kept (a cache that keeps nothing), every recall reads and unpacks its
   user's vectors: after a deploy, or when every user's vectors changed;
 - kept: this process's cache as it is (app/memories/vector_cache.py), after one recall
   per user to fill it. A cache smaller than all the users' vectors evicts as it goes:
-  the line before the table says how many users' vectors it holds;
+  the line before the table says how many users' vectors it holds (`--cache-mib`: the
+  `memory_vector_cache_mib` setting);
 - kept, query known: the same, each user asking its one question again (its vector is
   among the latest queries': no embedding), to tell the embedding's share of the lag;
 - embedding alone: the users' queries embedded at once, no database.
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
-from app.memories import embedding, recall, vector_cache
+from app.memories import embedding, recall, vector_cache, vectors
 from bench.common import freeze_heap
 from bench.looplag.server import Probe
 
@@ -66,6 +69,22 @@ def recaller(sessions: async_sessionmaker[AsyncSession], user: int, owner: uuid.
     return work
 
 
+def one_query(
+    sessions: async_sessionmaker[AsyncSession], owner: uuid.UUID, turns: list[int]
+) -> Worker:
+    """The baseline: a request that reads one row (the user's vector version) in a
+    session of its own, what any endpoint costs the loop at least."""
+
+    async def work(phase: Phase) -> None:
+        for _ in turns:
+            started = time.perf_counter()
+            async with sessions() as session:
+                await vectors.version(session, owner)
+            phase.times_ms.append((time.perf_counter() - started) * 1000)
+
+    return work
+
+
 def embedder_of(embedder: embedding.Embedder, user: int, turns: list[int]) -> Worker:
     async def work(phase: Phase) -> None:
         for turn in turns:
@@ -90,7 +109,7 @@ async def measured(workers: list[Worker]) -> Phase:
 
 
 async def run(
-    url: str, embedder: embedding.Embedder, owners: list[uuid.UUID], recalls: int
+    url: str, embedder: embedding.Embedder, owners: list[uuid.UUID], recalls: int, cache_bytes: int
 ) -> dict[str, Phase]:
     # One connection per user, as a server's pool serves its turns.
     engine = create_async_engine(url, pool_size=len(owners), max_overflow=0)
@@ -105,9 +124,13 @@ async def run(
 
     phases: dict[str, Phase] = {}
     try:
+        rounds = list(range(recalls))
+        phases["baseline: one row read"] = await measured(
+            [one_query(sessions, owner, rounds) for _, owner in users]
+        )
         vector_cache.cache = vector_cache.VectorCache(max_bytes=0)
         phases["cold"] = await recalling(list(range(recalls)))
-        vector_cache.cache = vector_cache.VectorCache()
+        vector_cache.cache = vector_cache.VectorCache(cache_bytes)
         await recalling([recalls])  # fills the cache; these queries' vectors are kept too
         phases["kept"] = await recalling(list(range(recalls + 1, 2 * recalls + 1)))
         # Where the lag comes from: kept recalls of a known query (no embedding), then
@@ -124,12 +147,12 @@ async def run(
     return phases
 
 
-def users_kept(users: int, memories: int, dimensions: int) -> str:
+def users_kept(users: int, memories: int, dimensions: int, cache_bytes: int) -> str:
     each = memories * dimensions * 4
-    held = min(users, vector_cache.MAX_CACHED_BYTES // each) if each else users
+    held = min(users, cache_bytes // each) if each else users
     return (
         f"the cache holds {held} of {users} users' vectors "
-        f"({each / 2**20:.1f} MiB each, MAX_CACHED_BYTES {vector_cache.MAX_CACHED_BYTES >> 20} MiB)"
+        f"({each / 2**20:.1f} MiB each, memory_vector_cache_mib {cache_bytes >> 20})"
     )
 
 
