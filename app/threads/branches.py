@@ -192,12 +192,24 @@ async def follow_branch(
         await move_leaf(session, thread_id, rows[0]["id"])
 
 
-async def _refuse_while_running(session: AsyncSession, thread: Thread) -> None:
-    active = await session.scalar(repository.active_run_id(thread.id))
-    if active is not None:
-        raise ProblemException(
-            409, "A run of this thread is under way: cancel it first.", active_run_id=str(active)
-        )
+async def _refuse_under_a_run(
+    session: AsyncSession, thread_id: UUID, doomed: list[UUID], leaf_id: UUID | None
+) -> None:
+    """409 when a run under way writes in the doomed messages: it answers one of them, or
+    it writes below the thread's current leaf and the leaf is one. Another branch's
+    messages go while a run answers elsewhere."""
+    gone = set(doomed)
+    active = select(Run.id, Run.trigger_message_id).where(
+        Run.thread_id == thread_id, Run.status.in_(ACTIVE_RUN_STATUSES)
+    )
+    for run_id, trigger_id in (await session.execute(active)).all():
+        if trigger_id in gone or leaf_id in gone:
+            raise ProblemException(
+                409,
+                "A run of this thread writes in this branch: cancel it first, or delete the "
+                "branch once it ended.",
+                active_run_id=str(run_id),
+            )
 
 
 async def switch_branch(
@@ -230,10 +242,10 @@ async def delete_branch(session: AsyncSession, thread: Thread, message_id: UUID)
     left, else the message above."""
     await lock_thread(session, thread.id)
     message = await stored(session, thread.id, message_id)
-    await _refuse_while_running(session, thread)
     params = {"thread_id": thread.id, "message_id": message_id}
     doomed = [row[0] for row in (await direct.execute(session, SUBTREE_IDS, params)).rows]
     leaf_id = await session.scalar(select(Thread.current_leaf_id).where(Thread.id == thread.id))
+    await _refuse_under_a_run(session, thread.id, doomed, leaf_id)
     await delete_messages(session, thread.id, doomed)
     versions = await versions_of(session, thread.id, message.parent_id)
     if versions:

@@ -119,6 +119,7 @@ class MessageController(SignedInController):
         attachment_storage: Storage,
     ) -> None:
         """Delete a message and the branch below it (its cells and attachments too; what
-        its tools did, such as a task created, stays). 409 while a run is under way."""
+        its tools did, such as a task created, stays). 409 while a run under way answers a
+        message of that branch or writes below it (another branch can go meanwhile)."""
         thread = await get_owned_thread(db_session, current_user, thread_id)
         await services.delete_message_branch(db_session, thread, message_id, attachment_storage)

@@ -199,6 +199,35 @@ async def test_delete_a_branch_removes_its_messages_and_cells_only(api: Orchestr
     assert again.status_code == 404
 
 
+async def test_delete_during_a_run_refuses_only_the_branch_it_writes_in(
+    api: OrchestratorApi,
+) -> None:
+    api.llm.script(
+        Text("Paris."),
+        ToolCalls(Call("test_slow", {"action": "wait", "seconds": 1.5})),
+        Text("Rome."),
+    )
+    thread_id, _ = await api.turn("capital of France?")
+    question = (await api.messages(thread_id))[0]
+    edited = await _act(api, thread_id, question["id"], "edit", content="capital of Italy?")
+    run, version = edited.json()["run"], edited.json()["message"]
+    await api.wait_activity("in_progress", "test_slow")
+
+    refused = await api.client.delete(_url(thread_id, version["id"]), headers=api.headers)
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["active_run_id"] == run["id"]
+    old_branch = await api.client.delete(_url(thread_id, question["id"]), headers=api.headers)
+    assert old_branch.status_code == 204, old_branch.text
+
+    assert (await api.wait_run(thread_id, run["id"]))["status"] == "completed"
+    shown = await api.messages(thread_id)
+    assert [m["role"] for m in shown] == ["user", "assistant", "tool", "assistant"]
+    assert (shown[0]["content"], shown[-1]["content"]) == ("capital of Italy?", "Rome.")
+    assert shown[0]["siblings"]["count"] == 1
+    count = select(func.count()).select_from(ThreadMessage)
+    assert await api.db.scalar(count.where(ThreadMessage.thread_id == thread_id)) == 4
+
+
 async def test_a_device_that_missed_a_switch_catches_up(api: OrchestratorApi) -> None:
     api.llm.script(Text("one"), Text("two"))
     thread_id, _ = await api.turn("a number?")
