@@ -3,7 +3,8 @@
 `uv run python -m bench.recall [--dialects sqlite,postgresql] [--memories 10000] [--recalls 50]`
 
 With `--users N` (N > 1): N users recalling at once, recall's times and the event loop's
-lag meanwhile (bench/recall/concurrent.py).
+lag meanwhile (bench/recall/concurrent.py). With `--save N`: what saving N memories costs,
+without and with their vectors (bench/recall/saving.py).
 
 One user with N memories, each with a vector of the embedded model's size (random unit
 vectors: the scan's cost does not depend on what they mean), on a fresh database per
@@ -37,7 +38,7 @@ from app.db.models import Memory, User, memory_vectors
 from app.lib.time import utcnow
 from app.memories import embedding, recall, vector_cache
 from app.settings.memory import MemorySettings
-from bench.recall import concurrent
+from bench.recall import concurrent, saving
 from bench.turn.setup import fresh_database
 
 QUERIES = ("what do I like to drink", "where does my sister live", "what food should I avoid")
@@ -146,6 +147,16 @@ def main_users(args: argparse.Namespace) -> None:
     print("\n".join(rows), flush=True)
 
 
+def main_save(args: argparse.Namespace) -> None:
+    print(f"one user saving {args.save} memories, then the keeper embedding them")
+    print(saving.HEADER)
+    for dialect in args.dialects.split(","):
+        with fresh_database(dialect) as url:
+            phases = asyncio.run(saving.run(url, EMBEDDER, args.save))
+        for name, phase in phases.items():
+            print(saving.row(dialect, name, phase, args.save), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dialects", default="sqlite,postgresql")
@@ -153,7 +164,11 @@ def main() -> None:
     parser.add_argument("--recalls", type=int, default=50)
     parser.add_argument("--users", type=int, default=1, help="> 1: recalling at once")
     parser.add_argument("--cache-mib", type=int, default=MemorySettings.memory_vector_cache_mib)
+    parser.add_argument("--save", type=int, default=0, help="> 0: what saving N costs")
     args = parser.parse_args()
+    if args.save > 0:
+        main_save(args)
+        return
     if args.users > 1:
         main_users(args)
         return
