@@ -98,7 +98,7 @@ class PushSender:
 
     async def cycle(self) -> bool:
         """One round; True if a batch was full (go again at once)."""
-        fanned = await fan_out(self._sessions, self._settings, postgres=self._postgres)
+        more_events = await fan_out(self._sessions, self._settings, postgres=self._postgres)
         claimed, claim = await self._claim()
         if claimed:
             sent = await asyncio.gather(*(self._send(d, claim) for d in claimed))
@@ -106,7 +106,7 @@ class PushSender:
             await self._record(results)
             self._schedule_retry(results)
         await self._maybe_prune()
-        return fanned == repository.BATCH or len(claimed) == repository.BATCH
+        return more_events or len(claimed) == repository.BATCH
 
     async def _claim(self) -> tuple[list[PushDelivery], datetime]:
         now = clock.now()
