@@ -166,6 +166,22 @@ def record_outcome(delivery_id: UUID, claim: datetime, values: dict[str, Any]) -
     )
 
 
+def record_sent(delivery_ids: list[UUID], claim: datetime, now: datetime) -> Any:
+    """Deliveries APNs accepted, recorded at once, each fenced as in `record_outcome`;
+    RETURNING names those written (a missing one's claim was taken over)."""
+    return (
+        update(PushDelivery)
+        .where(
+            PushDelivery.id.in_(delivery_ids),
+            PushDelivery.status == "pending",
+            PushDelivery.next_attempt_at == claim,
+        )
+        .values(status="sent", sent_at=now, attempts=PushDelivery.attempts + 1, last_error=None)
+        .returning(PushDelivery.id)
+        .execution_options(synchronize_session=False)
+    )
+
+
 def thread_heading(thread_id: UUID) -> Select[Any]:
     """(owner_id, title, agent name) of a thread: the alert's title."""
     return (

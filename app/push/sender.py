@@ -130,11 +130,29 @@ class PushSender:
         return Sent(delivery, await self._client.send(note), claim)
 
     async def _record(self, results: list[Sent]) -> None:
+        """Outcomes in one transaction: the pushes APNs accepted (nearly all) in one
+        statement, any other answer one by one."""
         now = clock.now()
+        sent = [result for result in results if result.answer.verdict is Verdict.SENT]
         async with self._sessions() as session:
+            await self._record_sent(session, sent, now)
             for result in results:
-                await self._record_one(session, result, now)
+                if result.answer.verdict is not Verdict.SENT:
+                    await self._record_one(session, result, now)
             await session.commit()
+
+    async def _record_sent(self, session: AsyncSession, sent: list[Sent], now: datetime) -> None:
+        by_claim: dict[datetime, list[Sent]] = {}
+        for result in sent:
+            by_claim.setdefault(result.claim, []).append(result)
+        for claim, results in by_claim.items():
+            ids = [result.delivery.id for result in results]
+            written = set(await session.scalars(repository.record_sent(ids, claim, now)))
+            for result in results:
+                if result.delivery.id in written:
+                    observe_outcome(Verdict.SENT.value)
+                else:  # the claim lapsed and was taken over (or the row is gone)
+                    _fenced(result.delivery, claim, "outcome not recorded")
 
     async def _record_one(self, session: AsyncSession, result: Sent, now: datetime) -> None:
         delivery, answer = result.delivery, result.answer
