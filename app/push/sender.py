@@ -101,7 +101,7 @@ class PushSender:
         more_events = await fan_out(self._sessions, self._settings, postgres=self._postgres)
         claimed, claim = await self._claim()
         if claimed:
-            sent = await asyncio.gather(*(self._send(d, claim) for d in claimed))
+            sent = await self._send_all(claimed, claim)
             results = [result for result in sent if result is not None]
             await self._record(results)
             self._schedule_retry(results)
@@ -117,6 +117,17 @@ class PushSender:
             )
             await session.commit()
         return claimed, params["lease"]
+
+    async def _send_all(self, claimed: list[PushDelivery], claim: datetime) -> list[Sent | None]:
+        """All in flight at once over HTTP/2, started one per turn of the loop: each send
+        builds its request before its first wait, and a batch of them started together
+        would hold the loop for all of them in one turn."""
+        async with asyncio.TaskGroup() as group:
+            sends = []
+            for delivery in claimed:
+                sends.append(group.create_task(self._send(delivery, claim)))
+                await asyncio.sleep(0)
+        return [send.result() for send in sends]
 
     async def _send(self, delivery: PushDelivery, claim: datetime) -> Sent | None:
         if clock.now() >= claim:  # lapsed before its turn: another process may send it now
