@@ -6,16 +6,21 @@ delivery per device of the thread's owner (alerts) or per open Live Activity of 
 twice (two rows for one wait, a crash between two steps) still reaches each token once.
 Alerts go only to a user with no live socket on the thread.
 
-Each event is fanned out in a transaction of its own, so one that fails (bad data, a row
-the database refuses) cannot hold up the others: its transaction rolls back, it is
-retried after a backoff (PUSH_RETRY_BASE_SECONDS, doubled), and after PUSH_MAX_ATTEMPTS
-it is dead-lettered (`push_events.dead_at`), logged, and counted in
+Due events are fanned out a batch at a time, in one transaction (task reminders, which
+come in bursts, with one read of their tasks and one of their owners' devices for the
+whole batch): a transaction and a few statements per event cannot push a minute's
+reminders within the minute. One event that fails (bad data, a row the database
+refuses) cannot hold up the others: the batch rolls back and its events are fanned out
+again one by one, each in a transaction of its own; the one that fails is retried after
+a backoff (PUSH_RETRY_BASE_SECONDS, doubled), and after PUSH_MAX_ATTEMPTS it is
+dead-lettered (`push_events.dead_at`), logged, and counted in
 `toolcells_push_event_failures_total`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -23,7 +28,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db import clock
-from app.db.models import PushEvent, Task, ThreadMessage
+from app.db.models import Device, PushEvent, Task, ThreadMessage
 from app.observability import metrics
 from app.push import live_activities, payloads, presence, repository
 from app.settings import Settings
@@ -32,18 +37,19 @@ from app.threads import activity as cell
 logger = logging.getLogger(__name__)
 MAX_BACKOFF_SECONDS = 3600.0
 ERROR_CHARS = 1000  # of a failure's message kept on the event
+# Events fanned out in one transaction: enough that a burst of reminders costs a few
+# statements per hundred, few enough that building their rows is a short step of the loop
+# and a batch redone one by one (an event in it failed) is soon done.
+BATCH = 200
 
 
 async def fan_out(
     sessions: async_sessionmaker[AsyncSession], settings: Settings, *, postgres: bool
-) -> int:
-    """Fan out up to a batch of due events, each in its own transaction; how many were
-    taken (a full batch: call again)."""
+) -> bool:
+    """Fan out a batch of due events; True if a batch was full (call again)."""
     promoted = await _promote_ended_runs(sessions, postgres)
-    taken = 0
-    while taken < repository.BATCH and await _fan_out_next(sessions, settings, postgres):
-        taken += 1
-    return max(taken, promoted)
+    taken = await _fan_out_batch(sessions, settings, postgres)
+    return promoted == repository.BATCH or taken == BATCH
 
 
 async def _promote_ended_runs(sessions: async_sessionmaker[AsyncSession], postgres: bool) -> int:
@@ -67,6 +73,43 @@ async def _promote_ended_runs(sessions: async_sessionmaker[AsyncSession], postgr
     return len(runs)
 
 
+async def _fan_out_batch(
+    sessions: async_sessionmaker[AsyncSession], settings: Settings, postgres: bool
+) -> int:
+    """Fan out up to BATCH due events in one transaction; how many were taken. If one of
+    them fails, the batch rolls back and as many events are fanned out one by one, so
+    that the failure is recorded on its own event and the others go."""
+    now, taken = clock.now(), 0
+    try:
+        async with sessions() as session:
+            batch = list(await session.scalars(repository.due_events(postgres, now, BATCH)))
+            taken = len(batch)
+            if batch:
+                await _fan_out_events(session, settings, batch, now)
+                await session.commit()
+            return taken
+    except Exception:
+        if not taken:
+            raise  # no event was taken: the database itself is away (the next poll retries)
+        logger.info("a batch of %d push events failed: fanning them out one by one", taken)
+    done = 0
+    while done < taken and await _fan_out_next(sessions, settings, postgres):
+        done += 1
+    return done
+
+
+async def _fan_out_events(
+    session: AsyncSession, settings: Settings, batch: list[PushEvent], now: datetime
+) -> None:
+    reminders = [event for event in batch if event.kind == "task_reminder"]
+    rows = await _task_reminders(session, settings, reminders, now)
+    for event in batch:
+        if event.kind != "task_reminder":
+            rows += await _deliveries(session, settings, event, now)
+    await repository.insert_deliveries(session, rows)
+    await session.execute(repository.mark_fanned_out([event.id for event in batch], now))
+
+
 async def _fan_out_next(
     sessions: async_sessionmaker[AsyncSession], settings: Settings, postgres: bool
 ) -> bool:
@@ -75,7 +118,7 @@ async def _fan_out_next(
     now, event_id = clock.now(), None
     try:
         async with sessions() as session:
-            event = await session.scalar(repository.next_event(postgres, now))
+            event = await session.scalar(repository.due_events(postgres, now, 1))
             if event is None:
                 return False
             event_id = event.id
@@ -141,7 +184,7 @@ async def _deliveries(
         devices = await session.scalars(repository.user_devices(event.user_id))
         return [_alert_row(event, d, payloads.test_alert(), None, 0, now) for d in devices]
     if event.kind == "task_reminder":
-        return await _task_reminder(session, settings, event, now)
+        return await _task_reminders(session, settings, [event], now)
     if event.thread_id is None:
         return []
     heading = (await session.execute(repository.thread_heading(event.thread_id))).first()
@@ -210,15 +253,31 @@ async def _alert(
     return None
 
 
-async def _task_reminder(
-    session: AsyncSession, settings: Settings, event: PushEvent, now: datetime
+async def _task_reminders(
+    session: AsyncSession, settings: Settings, events: list[PushEvent], now: datetime
 ) -> list[dict[str, Any]]:
-    """To every device of the owner, watching or not (a reminder is no thread's news);
-    nothing if the task was completed or deleted since the claim."""
-    data = event.data or {}
-    task = await session.get(Task, UUID(data["task_id"]))
-    if task is None or task.status != "active":
+    """To every device of each owner, watching or not (a reminder is no thread's news);
+    nothing for a task completed or deleted since the claim. Two reads for all."""
+    if not events:
         return []
+    task_ids = [UUID((event.data or {})["task_id"]) for event in events]
+    tasks = {task.id: task for task in await session.scalars(repository.tasks(task_ids))}
+    devices: dict[UUID, list[Device]] = defaultdict(list)
+    owners = {task.owner_id for task in tasks.values()}
+    for device in await session.scalars(repository.users_devices(owners)):
+        devices[device.user_id].append(device)
+    rows: list[dict[str, Any]] = []
+    for event, task_id in zip(events, task_ids, strict=True):
+        task = tasks.get(task_id)
+        if task is not None and task.status == "active":
+            rows += _reminder_rows(settings, event, task, devices[task.owner_id], now)
+    return rows
+
+
+def _reminder_rows(
+    settings: Settings, event: PushEvent, task: Task, devices: list[Device], now: datetime
+) -> list[dict[str, Any]]:
+    data = event.data or {}
     remind_at = datetime.fromisoformat(data["remind_at"])
     lateness = timedelta(seconds=settings.reminder_max_lateness_seconds)
     alert = payloads.task_reminder(
@@ -230,7 +289,6 @@ async def _task_reminder(
         thread_id=task.thread_id,
         expiration=int(max(remind_at + lateness, now + timedelta(minutes=1)).timestamp()),
     )
-    devices = await session.scalars(repository.user_devices(task.owner_id))
     return [
         _alert_row(event, d, alert.payload, alert.collapse_id, alert.expiration, now)
         for d in devices

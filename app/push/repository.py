@@ -3,6 +3,7 @@ the one insert of delivery rows."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -20,6 +21,7 @@ from app.db.models import (
     PushDelivery,
     PushEvent,
     Run,
+    Task,
     Thread,
     ThreadMessage,
 )
@@ -66,8 +68,8 @@ async def insert_deliveries(session: AsyncSession, rows: list[dict[str, Any]]) -
         )
 
 
-def next_event(postgres: bool, now: datetime) -> Select[tuple[PushEvent]]:
-    """The oldest event due for fan-out (not fanned out, not dead-lettered, not waiting
+def due_events(postgres: bool, now: datetime, limit: int) -> Select[tuple[PushEvent]]:
+    """The oldest events due for fan-out (not fanned out, not dead-lettered, not waiting
     for a retry); on PostgreSQL taken by one process (FOR UPDATE SKIP LOCKED), on SQLite
     the write lock serialises the fan-out."""
     query = (
@@ -78,9 +80,18 @@ def next_event(postgres: bool, now: datetime) -> Select[tuple[PushEvent]]:
             or_(PushEvent.next_attempt_at.is_(None), PushEvent.next_attempt_at <= now),
         )
         .order_by(PushEvent.created_at, PushEvent.id)
-        .limit(1)
+        .limit(limit)
     )
     return query.with_for_update(skip_locked=True) if postgres else query
+
+
+def mark_fanned_out(event_ids: list[UUID], now: datetime) -> Any:
+    return (
+        update(PushEvent)
+        .where(PushEvent.id.in_(event_ids))
+        .values(fanned_out_at=now)
+        .execution_options(synchronize_session=False)
+    )
 
 
 # Evaluated inside the UPDATE that ends a run (correlated to that `runs` row): true if a
@@ -155,6 +166,22 @@ def record_outcome(delivery_id: UUID, claim: datetime, values: dict[str, Any]) -
     )
 
 
+def record_sent(delivery_ids: list[UUID], claim: datetime, now: datetime) -> Any:
+    """Deliveries APNs accepted, recorded at once, each fenced as in `record_outcome`;
+    RETURNING names those written (a missing one's claim was taken over)."""
+    return (
+        update(PushDelivery)
+        .where(
+            PushDelivery.id.in_(delivery_ids),
+            PushDelivery.status == "pending",
+            PushDelivery.next_attempt_at == claim,
+        )
+        .values(status="sent", sent_at=now, attempts=PushDelivery.attempts + 1, last_error=None)
+        .returning(PushDelivery.id)
+        .execution_options(synchronize_session=False)
+    )
+
+
 def thread_heading(thread_id: UUID) -> Select[Any]:
     """(owner_id, title, agent name) of a thread: the alert's title."""
     return (
@@ -166,6 +193,14 @@ def thread_heading(thread_id: UUID) -> Select[Any]:
 
 def user_devices(user_id: UUID) -> Select[tuple[Device]]:
     return select(Device).where(Device.user_id == user_id)
+
+
+def users_devices(user_ids: Iterable[UUID]) -> Select[tuple[Device]]:
+    return select(Device).where(Device.user_id.in_(list(user_ids)))
+
+
+def tasks(task_ids: list[UUID]) -> Select[tuple[Task]]:
+    return select(Task).where(Task.id.in_(task_ids))
 
 
 def run_answer(run_id: UUID) -> Select[tuple[ThreadMessage]]:

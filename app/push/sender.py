@@ -98,15 +98,15 @@ class PushSender:
 
     async def cycle(self) -> bool:
         """One round; True if a batch was full (go again at once)."""
-        fanned = await fan_out(self._sessions, self._settings, postgres=self._postgres)
+        more_events = await fan_out(self._sessions, self._settings, postgres=self._postgres)
         claimed, claim = await self._claim()
         if claimed:
-            sent = await asyncio.gather(*(self._send(d, claim) for d in claimed))
+            sent = await self._send_all(claimed, claim)
             results = [result for result in sent if result is not None]
             await self._record(results)
             self._schedule_retry(results)
         await self._maybe_prune()
-        return fanned == repository.BATCH or len(claimed) == repository.BATCH
+        return more_events or len(claimed) == repository.BATCH
 
     async def _claim(self) -> tuple[list[PushDelivery], datetime]:
         now = clock.now()
@@ -117,6 +117,17 @@ class PushSender:
             )
             await session.commit()
         return claimed, params["lease"]
+
+    async def _send_all(self, claimed: list[PushDelivery], claim: datetime) -> list[Sent | None]:
+        """All in flight at once over HTTP/2, started one per turn of the loop: each send
+        builds its request before its first wait, and a batch of them started together
+        would hold the loop for all of them in one turn."""
+        async with asyncio.TaskGroup() as group:
+            sends = []
+            for delivery in claimed:
+                sends.append(group.create_task(self._send(delivery, claim)))
+                await asyncio.sleep(0)
+        return [send.result() for send in sends]
 
     async def _send(self, delivery: PushDelivery, claim: datetime) -> Sent | None:
         if clock.now() >= claim:  # lapsed before its turn: another process may send it now
@@ -130,11 +141,29 @@ class PushSender:
         return Sent(delivery, await self._client.send(note), claim)
 
     async def _record(self, results: list[Sent]) -> None:
+        """Outcomes in one transaction: the pushes APNs accepted (nearly all) in one
+        statement, any other answer one by one."""
         now = clock.now()
+        sent = [result for result in results if result.answer.verdict is Verdict.SENT]
         async with self._sessions() as session:
+            await self._record_sent(session, sent, now)
             for result in results:
-                await self._record_one(session, result, now)
+                if result.answer.verdict is not Verdict.SENT:
+                    await self._record_one(session, result, now)
             await session.commit()
+
+    async def _record_sent(self, session: AsyncSession, sent: list[Sent], now: datetime) -> None:
+        by_claim: dict[datetime, list[Sent]] = {}
+        for result in sent:
+            by_claim.setdefault(result.claim, []).append(result)
+        for claim, results in by_claim.items():
+            ids = [result.delivery.id for result in results]
+            written = set(await session.scalars(repository.record_sent(ids, claim, now)))
+            for result in results:
+                if result.delivery.id in written:
+                    observe_outcome(Verdict.SENT.value)
+                else:  # the claim lapsed and was taken over (or the row is gone)
+                    _fenced(result.delivery, claim, "outcome not recorded")
 
     async def _record_one(self, session: AsyncSession, result: Sent, now: datetime) -> None:
         delivery, answer = result.delivery, result.answer

@@ -27,6 +27,7 @@ from app.db.models import (
     PushDelivery,
     PushEvent,
     Run,
+    Task,
     Thread,
     ThreadMessage,
 )
@@ -248,6 +249,30 @@ async def test_a_failing_event_is_retried_then_dead_lettered_and_never_blocks_ot
     await _make_due(db, poison_id)
     await sender.cycle()  # a dead letter is never tried again
     assert (await _event(db, poison_id)).attempts == MAX_ATTEMPTS
+
+
+async def test_a_bad_reminder_fails_alone_and_the_rest_of_its_batch_goes(
+    db: AsyncSession, alice: ApiUser, sender: PushSender, apns: RecordingApns
+) -> None:
+    """Reminders are fanned out a batch per transaction: one whose data no one can read
+    rolls its batch back, the batch is redone one by one, and only that one waits."""
+    await _device(db, alice)
+    tasks = [Task(owner_id=alice.user.id, title=f"Task {i}") for i in range(3)]
+    db.add_all(tasks)
+    await db.flush()
+    for task in tasks:
+        events.task_reminder(db, task.id, alice.user.id, utcnow(), late=False)
+    data = {"task_id": str(tasks[0].id), "remind_at": "soon"}
+    poison = PushEvent(kind="task_reminder", event_key="reminder:bad", data=data)
+    db.add(poison)
+    await db.commit()
+
+    await sender.cycle()
+
+    assert sorted(n.payload["task_id"] for n in apns.sent) == sorted(str(t.id) for t in tasks)
+    failed = await _event(db, poison.id)
+    assert failed.attempts == 1 and failed.fanned_out_at is None
+    assert "ValueError" in (failed.last_error or "")
 
 
 async def _event(db: AsyncSession, event_id: UUID) -> PushEvent:
