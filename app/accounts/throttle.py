@@ -25,7 +25,6 @@ from litestar.config.app import AppConfig
 from litestar.datastructures import State
 from litestar.exceptions import ServiceUnavailableException, TooManyRequestsException
 from litestar.plugins import InitPlugin
-from redis.exceptions import RedisError
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -97,7 +96,7 @@ class RedisCounter:
                 pipe.incr(key)
                 pipe.ttl(key)
                 _, count, ttl = await pipe.execute()
-        except RedisError as exc:
+        except _redis_errors() as exc:
             # Without the shared counts no login can be checked: a 503, not a 500.
             logger.warning("login throttle: Redis unavailable: %s", exc)
             raise ServiceUnavailableException(
@@ -123,11 +122,19 @@ class RedisCounter:
         # The password was right: a lost count must not turn the login into an error.
         try:
             await command
-        except RedisError as exc:
+        except _redis_errors() as exc:
             logger.warning("login throttle: Redis unavailable: %s", exc)
 
     async def close(self) -> None:
         await self.redis.aclose()
+
+
+def _redis_errors() -> type[Exception]:
+    """Redis's error class, imported with the client: a process without Redis never
+    imports the package (a good part of a second of every start)."""
+    from redis.exceptions import RedisError
+
+    return RedisError
 
 
 def _digest(value: str) -> str:

@@ -10,9 +10,6 @@ import logging
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from pypdf import PdfReader
-from pypdf.errors import PdfReadError
-
 logger = logging.getLogger(__name__)
 
 
@@ -34,6 +31,11 @@ def _capped(text: str, max_chars: int) -> str:
 
 def read_pdf(source: BinaryIO, max_chars: int) -> DocumentText:
     """Blocking: run it on a worker thread."""
+    # Imported here: pypdf is a good part of a second of a process's start, and most
+    # processes never read a PDF.
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
     try:
         # Closed (our stream stays open): its objects, a few MB of a scan's, are freed
         # now, not at the cyclic collector's next full pass (they form cycles).

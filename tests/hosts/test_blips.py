@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from tests.hosts.deployment import SERVER_SETTINGS
 from tests.hosts.turns import Deployment, HeartbeatWatch, report
 
@@ -21,6 +23,8 @@ BETWEEN_SECONDS = 4.0
 POSTGRES_PORT = 5432
 
 
+# On the LISTEN/NOTIFY transport: its wake-ups blip with the database too.
+@pytest.mark.parametrize("deployment", ["wake-pg"], indirect=True)
 async def test_blips_of_1_2_and_4_s_fail_no_run(healed: Deployment) -> None:
     user = await healed.user()
     turn = await healed.start_turn(user, healed.host("app1"), "slow 20")

@@ -51,6 +51,8 @@ async def skewed(healed: Deployment) -> AsyncIterator[AppHost]:
         host.stop()
 
 
+# One transport: leases and run times are the database clock's, whichever wakes the hosts.
+@pytest.mark.parametrize("deployment", ["wake-pg"], indirect=True)
 async def test_a_host_60_s_behind_takes_no_live_lease_and_times_its_runs_right(
     healed: Deployment, skewed: AppHost
 ) -> None:

@@ -33,6 +33,10 @@ POSTGRES_PORT = 5432  # only PostgreSQL: Redis, on the same data host, still ans
 PUSH_POLL_SECONDS = 1  # the servers' PUSH_POLL_SECONDS (tests/hosts/conftest.py)
 
 
+# On the LISTEN/NOTIFY transport only: its wake-ups are cut with the database (with Redis
+# they are not, and the Redis cut below has a test of its own); one transport keeps the
+# suite's time (three leases of cut each).
+@pytest.mark.parametrize("deployment", ["wake-pg"], indirect=True)
 async def test_an_app_host_cut_from_postgresql_mid_turn(healed: Deployment) -> None:
     """The runner's host loses the database for three leases: the other host sees its heartbeat
     stop and fails the run (its cell ends as `failure`); when the link heals, the cut
