@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from uuid import UUID
 
+from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Memory
@@ -84,11 +85,8 @@ async def search_memories(
     session: AsyncSession, owner_id: UUID, query: str, limit: int
 ) -> list[Memory]:
     """Best matches first; any word may match (ranking favours memories matching more)."""
-    terms = search_terms(query)
-    if not terms:
-        return []
-    stmt = repository.matching_memories(session.bind.dialect.name, owner_id, terms)
-    return list(await session.scalars(stmt.limit(limit)))
+    stmt = _matching(session, owner_id, query)
+    return [] if stmt is None else list(await session.scalars(stmt.limit(limit)))
 
 
 async def search_memory_ids(
@@ -96,11 +94,18 @@ async def search_memory_ids(
 ) -> list[UUID]:
     """`search_memories`' ids alone: recall reads its few winners' rows after fusion, not
     every candidate's (ORM objects built on the event loop)."""
+    stmt = _matching(session, owner_id, query)
+    if stmt is None:
+        return []
+    return list(await session.scalars(stmt.with_only_columns(Memory.id).limit(limit)))
+
+
+def _matching(session: AsyncSession, owner_id: UUID, query: str) -> Select[tuple[Memory]] | None:
+    """The search's statement; None: the query has no word to search for."""
     terms = search_terms(query)
     if not terms:
-        return []
-    stmt = repository.matching_memories(session.bind.dialect.name, owner_id, terms)
-    return list(await session.scalars(stmt.with_only_columns(Memory.id).limit(limit)))
+        return None
+    return repository.matching_memories(session.bind.dialect.name, owner_id, terms)
 
 
 async def delete_memory(session: AsyncSession, memory: Memory) -> None:

@@ -154,21 +154,20 @@ def record_outcome(delivery_id: UUID, claim: datetime, values: dict[str, Any]) -
     """A send's outcome, written only while the claim is still this sender's: the
     delivery pending, its next attempt still the claim's lease (a fence: after a lapse
     another process may have claimed it again)."""
-    return (
-        update(PushDelivery)
-        .where(
-            PushDelivery.id == delivery_id,
-            PushDelivery.status == "pending",
-            PushDelivery.next_attempt_at == claim,
-        )
-        .values(**values)
-        .execution_options(synchronize_session=False)
-    )
+    return _still_claimed([delivery_id], claim).values(**values)
 
 
 def record_sent(delivery_ids: list[UUID], claim: datetime, now: datetime) -> Any:
     """Deliveries APNs accepted, recorded at once, each fenced as in `record_outcome`;
     RETURNING names those written (a missing one's claim was taken over)."""
+    values = {"status": "sent", "sent_at": now, "attempts": PushDelivery.attempts + 1,
+              "last_error": None}  # fmt: skip
+    return _still_claimed(delivery_ids, claim).values(**values).returning(PushDelivery.id)
+
+
+def _still_claimed(delivery_ids: list[UUID], claim: datetime) -> Any:
+    """An UPDATE of the deliveries still this claim's: pending, their next attempt still
+    the claim's lease (the fence of every outcome written)."""
     return (
         update(PushDelivery)
         .where(
@@ -176,8 +175,6 @@ def record_sent(delivery_ids: list[UUID], claim: datetime, now: datetime) -> Any
             PushDelivery.status == "pending",
             PushDelivery.next_attempt_at == claim,
         )
-        .values(status="sent", sent_at=now, attempts=PushDelivery.attempts + 1, last_error=None)
-        .returning(PushDelivery.id)
         .execution_options(synchronize_session=False)
     )
 
