@@ -75,6 +75,7 @@ class MemoryVectorKeeper(InitPluginProtocol):
         )  # fmt: skip
         self._sink = _WakeOnSave(self.service)
         self.embedder: Embedder | None = None
+        self._cache_before = vector_cache.cache
 
     def on_app_init(self, app_config: AppConfig) -> AppConfig:
         app_config.lifespan.append(self)
@@ -87,6 +88,7 @@ class MemoryVectorKeeper(InitPluginProtocol):
     async def __aenter__(self) -> MemoryVectorKeeper:
         self.embedder = embedding.chosen(self.settings.memory_embeddings, self.given)
         embedding.install(self.embedder)
+        self._cache_before = vector_cache.cache  # given back at the end (tests run many apps)
         vector_cache.cache = vector_cache.VectorCache(self.settings.memory_vector_cache_mib << 20)
         changes.register(self._sink)
         self.service.start()
@@ -96,3 +98,4 @@ class MemoryVectorKeeper(InitPluginProtocol):
         changes.unregister(self._sink)
         await self.service.stop()
         embedding.uninstall(self.embedder)
+        vector_cache.cache = self._cache_before

@@ -13,5 +13,7 @@ from tests.conftest import running_lifespan
 
 async def test_the_app_sizes_the_vector_cache_from_its_setting(settings: Settings) -> None:
     app = create_app(replace(settings, memory_vector_cache_mib=3))
+    before = vector_cache.cache
     async with running_lifespan(app):
         assert vector_cache.cache.max_bytes == 3 * 1024 * 1024
+    assert vector_cache.cache is before  # the app's end gives the process's cache back
