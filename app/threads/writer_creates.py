@@ -122,17 +122,19 @@ _OLD_LEAF = (
     .subquery("old")
 )
 _PARENT_GIVEN = bindparam("b_parent_given", type_=Boolean)
-# Whether a new row's parent had children before it (RETURNING's subquery sees the rows as
-# they were before the statement): a new version, whose siblings the writer then records.
 _version = messages.alias("version")
-_FORKED = (
-    exists()
-    .where(
-        _version.c.thread_id == messages.c.thread_id, _version.c.parent_id == messages.c.parent_id
-    )
-    .label("forked")
-)
 _NEW_LEAF = bindparam("b_leaf", type_=GUID)
+
+
+def _forked(bumped: Any) -> Any:
+    """Whether the first new row's parent (the one named, else the old leaf) had children
+    before it (RETURNING's subquery sees the rows as they were before the statement): a new
+    version, whose siblings the writer then records. The rows after it are below it."""
+    named = bindparam("r0_parent_id", type_=messages.c.parent_id.type)
+    leaf = select(bumped.c.old_leaf).correlate(None).scalar_subquery()
+    parent = case((_PARENT_GIVEN, named), else_=leaf)
+    siblings = (_version.c.thread_id == bindparam("b_thread")) & (_version.c.parent_id == parent)
+    return exists().where(siblings).label("forked")
 
 
 def _row_value(i: int, key: str, bumped: Any) -> Any:
@@ -177,7 +179,11 @@ def _insert_rows(count: int, fenced: bool, gate: Any = None) -> Insert:
             insert(messages)
             .from_select([*_INSERTED, "seq", "position"], rows)
             .returning(
-                messages.c.id, messages.c.seq, messages.c.position, messages.c.parent_id, _FORKED
+                messages.c.id,
+                messages.c.seq,
+                messages.c.position,
+                messages.c.parent_id,
+                _forked(bumped),
             )
         )
         statement = statement.add_cte(bumped) if count > 1 else statement

@@ -18,6 +18,7 @@ from app.threads.writer import create_message, create_messages, update_message
 from app.tools.base import ToolResult
 from tests.api.support import create_thread
 from tests.conftest import ApiUser
+from tests.support.statements import statements_everywhere
 
 
 async def test_created_messages_are_complete_stored_and_counted(
@@ -62,3 +63,26 @@ async def test_created_messages_are_complete_stored_and_counted(
     stored_thread = await db.get(Thread, thread_id)
     assert stored_thread is not None
     assert (stored_thread.last_seq, stored_thread.message_count) == (4, 3)
+
+
+async def test_a_create_records_versions_only_below_a_message_with_children(
+    client: AsyncClient, db: AsyncSession, alice: ApiUser
+) -> None:
+    """A new message is a new version only when its parent already had a child: then
+    every version's `sibling_ids` is written; below the leaf of a line, the create is the
+    one statement on PostgreSQL (on SQLite: the bump, the leaf, the row, the new leaf)."""
+    thread_id = UUID((await create_thread(client, alice))["id"])
+    question = await create_message(db, thread_id, role="user", content="a number?")
+    first = await create_message(db, thread_id, role="assistant", content="one")
+    with statements_everywhere() as seen:
+        more = await create_message(db, thread_id, role="user", content="and one more?")
+    postgres = db.get_bind().dialect.name == "postgresql"
+    assert len(seen) == (1 if postgres else 4), seen
+    assert first.sibling_ids is None and more.sibling_ids is None
+    second = await create_message(
+        db, thread_id, role="assistant", content="two", parent_id=question.id
+    )
+    assert second.sibling_ids == [str(first.id), str(second.id)]
+    await db.commit()
+    stored = await db.get(ThreadMessage, first.id)
+    assert stored is not None and stored.sibling_ids == [str(first.id), str(second.id)]

@@ -16,6 +16,7 @@ from app.realtime.events import BranchFrame
 from app.threads.pending_switch import PENDING
 from tests.orchestrator.support import OrchestratorApi
 from tests.support.fake_llm import Call, Text, ToolCalls
+from tests.support.statements import statements_everywhere
 
 
 async def _act(api: OrchestratorApi, thread_id: str, message_id: str, action: str, **body: Any):
@@ -129,3 +130,35 @@ async def test_a_switch_kept_in_a_run_is_made_by_the_reaper(api: OrchestratorApi
     assert [r.id for r in reaped] == [run.id]
     leaf = await api.db.scalar(select(Thread.current_leaf_id).where(Thread.id == thread_id))
     assert str(leaf) == second["id"]  # the switch asked last, kept in the run's row
+
+
+def _written_alone(seen: list[tuple[str, bool]], head: str) -> list[bool]:
+    """For each statement that starts with `head`: whether it ran outside any transaction."""
+    return [alone for statement, alone in seen if statement.lstrip().startswith(head)]
+
+
+async def test_an_end_that_carries_more_is_one_transaction(api: OrchestratorApi) -> None:
+    """A run's end is one statement alone when it can be (on PostgreSQL, without BEGIN and
+    COMMIT); one that also records a regenerated answer's versions, or makes a kept
+    switch, writes them in its transaction: a crash between cannot lose them."""
+    quick = ToolCalls(Call("test_slow", {"action": "wait", "seconds": 0.3}))
+    api.llm.script(Text("one"), Text("two"), quick, Text("done"))
+    with statements_everywhere() as seen:
+        thread_id, first, second = await _two_answers(api)
+        posted = (await api.post(thread_id, "go on")).json()
+        await api.wait_activity("in_progress", "test_slow")
+        assert (await _act(api, thread_id, first["id"], "switch")).status_code == 202
+        assert (await api.wait_run(thread_id, posted["run"]["id"]))["status"] == "completed"
+    assert second["siblings"] == {"count": 2, "index": 1, "ids": [first["id"], second["id"]]}
+    assert _said(await api.messages(thread_id)) == [("user", "a number?"), ("assistant", "one")]
+    # the versions' sibling ids (on PostgreSQL with their bump: WITH bump AS (...) UPDATE)
+    versions = [
+        alone for statement, alone in seen if "UPDATE thread_messages SET sibling_ids" in statement
+    ]
+    switches = _written_alone(seen, "UPDATE threads SET current_leaf_id")
+    assert versions and switches
+    assert not any(versions + switches), (versions, switches)
+    # the first answer, which carried nothing more, ended alone on PostgreSQL
+    postgres = api.db.get_bind().dialect.name == "postgresql"
+    ends = [alone for statement, alone in seen if "INSERT INTO thread_messages" in statement]
+    assert ends[1] is postgres, ends  # the question's insert, then the first answer's end

@@ -19,6 +19,7 @@ from app.orchestrator.door.llm import ModelTarget, target_for
 from app.orchestrator.door.profiles import load_profiles
 from app.orchestrator.loop.delta_pace import DeltaPace
 from app.orchestrator.loop.loop_lag import LoopLag
+from app.orchestrator.scheduling.runs import NotAlone
 from app.settings import Settings
 from app.threads.fence import Fenced, Lease
 from app.tools.runtime.executor import ToolCallCache
@@ -47,7 +48,8 @@ class ApprovalWaiters:
 
 
 def _forget_write(task: asyncio.Task[Any]) -> None:
-    if task.cancelled() or isinstance(task.exception(), Fenced):  # the run says it, once
+    # a fenced write: the run says it, once; an end not alone: written again in a transaction
+    if task.cancelled() or isinstance(task.exception(), (Fenced, NotAlone)):
         return
     if task.exception() is not None:
         logger.warning("a runner write failed: %r", task.exception())

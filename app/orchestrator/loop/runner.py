@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import replace
 from functools import lru_cache, partial
 from typing import Any
@@ -239,18 +239,33 @@ class RunExecution:
         # None, normally: every call ends within its turn. Any left ends with the run.
         left_open = [m for scope in deadlines.enclosing() for m in scope.unended()]
 
-        async def work(session: AsyncSession) -> None:
+        async def work(session: AsyncSession, alone: bool = False) -> None:
             await end_open_cells(session, left_open, "system_error", cell.INTERRUPTED)
             if await self.reply.write(session, content=text) or not (text or note):
-                await runs.finish_run(session, lease, RunStatus.COMPLETED, usage=spent)
+                await runs.finish_run(session, lease, RunStatus.COMPLETED, usage=spent, alone=alone)
                 return
             answer = {"role": "assistant", "content": text or note, "run_id": run.id}
-            await runs.finish_run_with_answer(session, lease, run.thread_id, answer, spent)
+            await runs.finish_run_with_answer(
+                session, lease, run.thread_id, answer, spent, alone=alone
+            )
 
-        # Nothing streamed to update: one statement on PostgreSQL, without BEGIN/COMMIT.
-        alone = self.reply.message is None and not left_open
-        await (self.deps.write_alone if alone else self.deps.write)(work)
+        if not await self._ended_alone(partial(work, alone=True), left_open):
+            await self.deps.write(work)
         self.reply.start()  # written: nothing left for an abrupt end to keep
+
+    async def _ended_alone(
+        self, work: Callable[[AsyncSession], Awaitable[None]], left_open: list[Any]
+    ) -> bool:
+        """Nothing streamed to update: the run's end as one statement, on PostgreSQL
+        without BEGIN/COMMIT. False when it cannot be (a call left open; or the end
+        carries more, runs.NotAlone, and nothing was written): write it in a transaction."""
+        if self.reply.message is not None or left_open:
+            return False
+        try:
+            await self.deps.write_alone(work)
+        except runs.NotAlone:
+            return False
+        return True
 
     # -- parked: back in the queue, taken up again (scheduling/parking.py, resume.py) -----
     async def _park(self) -> bool:
