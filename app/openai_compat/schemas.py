@@ -12,6 +12,9 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import msgspec
+from litestar.openapi.spec import OpenAPIType
+from litestar.openapi.spec import Schema as OpenAPISchema
+from litestar.params import BodyKwarg
 
 from app.lib.schema import Input, Schema
 from app.threads.activity import ToolStatus
@@ -190,6 +193,17 @@ class OpenAIError(msgspec.Struct, kw_only=True):
 # As OpenAI's `metadata`: up to 16 pairs of strings
 MetadataKey = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 MetadataValue = Annotated[str, msgspec.Meta(max_length=512)]
+# Litestar's schema of a dict keeps neither its keys' nor its size's bounds: said here
+_METADATA_SCHEMA = BodyKwarg(
+    schema_extra={
+        "propertyNames": OpenAPISchema(type=OpenAPIType.STRING, min_length=1, max_length=64),
+        "additionalProperties": OpenAPISchema(type=OpenAPIType.STRING, max_length=512),
+        "maxProperties": 16,
+    }
+)
+Metadata = Annotated[
+    dict[MetadataKey, MetadataValue], msgspec.Meta(max_length=16), _METADATA_SCHEMA
+]
 
 
 class AgentRunRequest(Input):
@@ -199,7 +213,7 @@ class AgentRunRequest(Input):
     # an agent's id or name, as `model` of /v1/chat/completions; absent: your first agent
     agent: ModelId | None = None
     # the caller's own labels (up to 16 strings), answered back unchanged
-    metadata: Annotated[dict[MetadataKey, MetadataValue], msgspec.Meta(max_length=16)] | None = None
+    metadata: Metadata | None = None
 
 
 AgentStepType = Literal["memory", "tool", "completion"]

@@ -148,6 +148,8 @@ async def test_cancel_ends_the_cell_as_cancelled(api: OrchestratorApi) -> None:
     thread_id = await api.new_thread()
     run_id = (await api.post(thread_id, "hang")).json()["run"]["id"]
     await api.wait_activity("in_progress", "t__hang")
+    # the server has the call (the cell shows before the request reaches it)
+    assert await _eventually(lambda: HANGS[-1:] == ["started"]), HANGS
     url = f"/api/threads/{thread_id}/runs/{run_id}/cancel"
     assert (await api.client.post(url, headers=api.headers)).status_code == 200
     run = await api.wait_run(thread_id, run_id)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator
 from dataclasses import replace
 from functools import lru_cache, partial
 from typing import Any
@@ -32,6 +32,7 @@ from app.observability import metrics
 from app.orchestrator.door import usage
 from app.orchestrator.door.llm import LLMError, ModelTurn, context_window, fitted, stream_turn
 from app.orchestrator.loop import deadlines, planner, resume
+from app.orchestrator.loop.completion import write_completed
 from app.orchestrator.loop.context import LoopSpec, RunnerDeps, RunState
 from app.orchestrator.loop.delegation import FALLBACK_TYPE, Outcome
 from app.orchestrator.loop.history import answered_turn, load_history
@@ -46,9 +47,8 @@ from app.orchestrator.loop.outage import (
 from app.orchestrator.loop.pre_flight import pre_flight_turn
 from app.orchestrator.loop.preparing import PreparingCalls
 from app.orchestrator.loop.reply import ReplyStream
-from app.orchestrator.loop.tool_calls import CallOutcome, ToolCallRunner, end_open_cells
+from app.orchestrator.loop.tool_calls import CallOutcome, ToolCallRunner
 from app.orchestrator.scheduling import runs
-from app.threads import activity as cell
 from app.threads import fence, open_cells, repository
 from app.threads.branches import follow_branch
 from app.threads.fence import Fenced, Lease
@@ -233,39 +233,11 @@ class RunExecution:
         else:
             text, note = await self._loop(state, spec, messages)
 
-        run, lease = self.run, self.lease
-
         spent = usage.end_values(self.usage)  # written with the run's end
         # None, normally: every call ends within its turn. Any left ends with the run.
         left_open = [m for scope in deadlines.enclosing() for m in scope.unended()]
-
-        async def work(session: AsyncSession, alone: bool = False) -> None:
-            await end_open_cells(session, left_open, "system_error", cell.INTERRUPTED)
-            if await self.reply.write(session, content=text) or not (text or note):
-                await runs.finish_run(session, lease, RunStatus.COMPLETED, usage=spent, alone=alone)
-                return
-            answer = {"role": "assistant", "content": text or note, "run_id": run.id}
-            await runs.finish_run_with_answer(
-                session, lease, run.thread_id, answer, spent, alone=alone
-            )
-
-        if not await self._ended_alone(partial(work, alone=True), left_open):
-            await self.deps.write(work)
+        await write_completed(self.deps, self.reply, self.lease, (text, note), spent, left_open)
         self.reply.start()  # written: nothing left for an abrupt end to keep
-
-    async def _ended_alone(
-        self, work: Callable[[AsyncSession], Awaitable[None]], left_open: list[Any]
-    ) -> bool:
-        """Nothing streamed to update: the run's end as one statement, on PostgreSQL
-        without BEGIN/COMMIT. False when it cannot be (a call left open; or the end
-        carries more, runs.NotAlone, and nothing was written): write it in a transaction."""
-        if self.reply.message is not None or left_open:
-            return False
-        try:
-            await self.deps.write_alone(work)
-        except runs.NotAlone:
-            return False
-        return True
 
     # -- parked: back in the queue, taken up again (scheduling/parking.py, resume.py) -----
     async def _park(self) -> bool:
