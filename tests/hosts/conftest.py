@@ -30,6 +30,14 @@ from tests.support.test_tools import write_agent_types
 TRANSPORTS = ("wake-redis", "wake-pg")  # not "[postgresql": every database here is one
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # One network of fixed names and addresses: under pytest-xdist every test here runs
+    # on the same worker (`--dist loadgroup`), one after the other.
+    for item in items:
+        if "tests/hosts/" in item.nodeid:
+            item.add_marker(pytest.mark.xdist_group("hosts"))
+
+
 @pytest.fixture(scope="session")
 def network() -> Iterator[Network]:
     if reason := missing():
