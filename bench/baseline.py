@@ -8,7 +8,8 @@ temporary directory, kept between runs and reused: `--fresh` makes it again), wi
 environment from its lock file (`uv run --locked` there). Then, `--rounds` times, the
 benchmark runs on REF and on this checkout, one after the other (alternating, so a
 machine's drift over the run falls on both), each with the same arguments and each
-building its own databases and servers from its own code. The benchmark's output is
+building its own databases and servers from its own code (`--bench-here`: REF's app
+measured by this checkout's bench/, copied over REF's, for a benchmark newer than REF). The benchmark's output is
 printed as it comes, under a line naming the code it measured.
 """
 
@@ -56,6 +57,11 @@ def main() -> None:
     parser.add_argument("--ref", required=True, help="the code before (a commit, branch or tag)")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--fresh", action="store_true", help="check REF out again")
+    parser.add_argument(
+        "--bench-here",
+        action="store_true",
+        help="measure REF's app with this checkout's bench/ (copied over REF's)",
+    )
     parser.add_argument("bench", nargs=argparse.REMAINDER, help="-- MODULE [ARGS…]")
     args = parser.parse_args()
     bench = args.bench[1:] if args.bench[:1] == ["--"] else args.bench
@@ -65,6 +71,8 @@ def main() -> None:
         sys.exit("uv is required")
     module, bench_args = bench[0], bench[1:]
     before = baseline_worktree(args.ref, args.fresh)
+    if args.bench_here:  # the same measurement on both: a newer benchmark, the old app
+        shutil.copytree(PROJECT_ROOT / "bench", before / "bench", dirs_exist_ok=True)
     head = _git("rev-parse", "--short", "HEAD")
     for _ in range(args.rounds):
         run_bench(f"before: {args.ref}", before, module, bench_args)

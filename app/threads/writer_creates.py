@@ -45,6 +45,7 @@ from app.threads.records import StoredMessage, stored_message
 from app.threads.writer_bump import (
     MESSAGE_COLUMNS,
     bump,
+    bump_below_leaf,
     lease_params,
     messages,
     nothing_written,
@@ -294,12 +295,6 @@ async def insert_message_with(
     return message, also_row, bool(result["forked"]) or _parent_given([row])
 
 
-_LEAF = select(
-    threads.c.current_leaf_id,
-    exists()
-    .where(messages.c.thread_id == threads.c.id, messages.c.parent_id == threads.c.current_leaf_id)
-    .label("forked"),
-).where(threads.c.id == bindparam("b_thread"))
 _MOVE_LEAF = (
     update(threads)
     .where(threads.c.id == bindparam("b_thread"))
@@ -310,13 +305,13 @@ _MOVE_LEAF = (
 async def _bump_then_insert(
     session: AsyncSession, thread_id: UUID, values: list[dict[str, Any]]
 ) -> tuple[dict[UUID, tuple[int, int, UUID | None]], bool]:
-    """SQLite: the bump (it takes the write lock), the leaf, then the rows (no unit of
-    work) and the new leaf."""
-    count = len(values)
-    last_seq, last_position = await bump(session, thread_id, count, new=True)
-    given, forked = _parent_given(values), False
-    if not given:
-        [(leaf, forked)] = (await direct.execute(session, _LEAF, {"b_thread": thread_id})).rows
+    """SQLite: the bump (it takes the write lock; below the leaf, it returns the leaf),
+    then the rows (no unit of work) and the new leaf."""
+    count, given, forked = len(values), _parent_given(values), False
+    if given:
+        last_seq, last_position = await bump(session, thread_id, count, new=True)
+    else:
+        last_seq, last_position, leaf, forked = await bump_below_leaf(session, thread_id, count)
         values[0]["parent_id"] = leaf
     placed = {
         row["id"]: (last_seq - count + 1 + i, last_position - count + 1 + i, row["parent_id"])

@@ -21,8 +21,10 @@ root and a writable /sys/fs/cgroup): on 2 cores the load itself takes one, so wi
 last client count and writes PATH (read it with `python -m pstats PATH`).
 `--instructions`: the server runs under valgrind's callgrind and the instructions it
 executes per run over the last client count's measured runs are printed
-(`bench/turn/instructions.py`): repeatable where timings drift, for comparing two versions
-of the code; its timing rows are valgrind's, not the server's.
+(`bench/turn/instructions.py`), and the same beyond the idle server's count per second
+(measured first, `IDLE_SECONDS`): its pollers and probes run per second, and under
+valgrind a run takes tens of times longer. Repeatable where timings drift, for comparing
+two versions of the code; its timing rows are valgrind's, not the server's.
 `--answer-chunks 300 --answer-pause 0.002`: a long answer streamed word by word, as a
 model emits it (by default the short answer arrives in one read).
 
@@ -62,6 +64,7 @@ from bench.turn.server import ServerProcess, server_env, servers
 from bench.turn.setup import TOKEN, database
 
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+IDLE_SECONDS = 10.0  # `--instructions`: the idle server counted this long first
 
 
 @dataclass
@@ -166,17 +169,22 @@ def bench(args: argparse.Namespace, dialect: str, count: int) -> list[Row]:
                 else:
                     os.kill(pid, signal.SIGUSR1)
 
-            def watch_stop(pid: int, runs: int) -> None:
+            idle: list[int] = []
+
+            async def watch_idle(pid: int) -> None:
+                if counting:
+                    instructions.start(pid)
+                    await asyncio.sleep(IDLE_SECONDS)
+                    idle.append(instructions.stop(pid, out_dir))
+
+            def watch_stop(pid: int, runs: int, seconds: float) -> None:
                 if not counting:
                     os.kill(pid, signal.SIGUSR2)
                     time.sleep(1)  # the profile is written
                     return
                 total = instructions.stop(pid, out_dir)
-                print(
-                    f"{dialect}: {total / max(1, runs) / 1e6:.2f} M instructions per run "
-                    f"(callgrind, {runs} runs)",
-                    flush=True,
-                )
+                counted = instructions.per_run(total, runs, idle[-1], IDLE_SECONDS, seconds)
+                print(f"{dialect}: {counted}", flush=True)
 
             async def run_all() -> None:
                 ports = [free_port() for _ in range(count)]
@@ -185,12 +193,13 @@ def bench(args: argparse.Namespace, dialect: str, count: int) -> list[Row]:
                         watched = index == len(clients) - 1 and (args.profile or counting)
                         if watched:  # warm up first: only the measured runs are watched
                             await drive(processes, agent_id, n, args.warmup)
+                            await watch_idle(processes[0].process.pid)
                             watch_start(processes[0].process.pid)
                         times, seconds, cpu = await measure(
                             processes, agent_id, n, args.turns, 0 if watched else args.warmup
                         )
                         if watched:
-                            watch_stop(processes[0].process.pid, len(times.turn))
+                            watch_stop(processes[0].process.pid, len(times.turn), seconds)
                         rows.append(Row(dialect, count, n, times, seconds, cpu))
                         print(" ".join(rows[-1].cells()), flush=True)
 
