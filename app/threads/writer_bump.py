@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Update, bindparam, exists, literal_column, update
+from sqlalchemy import Update, bindparam, update
 from sqlalchemy.exc import NoResultFound
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -61,23 +61,6 @@ def _bump_statement(fenced: bool) -> Update:
 
 
 _BUMPS = {fenced: _bump_statement(fenced) for fenced in (False, True)}
-# SQLite's create below the leaf: the bump also returns the leaf and whether it had a
-# child (the new row is then a new version), a statement fewer than reading them after.
-# The leaf named in full: SQLite's RETURNING is rendered unqualified, and in the subquery
-# a bare column would be the message's.
-_version = messages.alias("version")
-_LEAF_HAD_CHILD = (
-    exists()
-    .where(
-        _version.c.thread_id == bindparam("b_thread"),
-        _version.c.parent_id == literal_column("threads.current_leaf_id"),
-    )
-    .label("forked")
-)
-_BUMPS_BELOW_LEAF = {
-    fenced: _bump_statement(fenced).returning(threads.c.current_leaf_id, _LEAF_HAD_CHILD)
-    for fenced in (False, True)
-}
 BUMP = _BUMPS[False]
 _LOCK = (
     update(threads).where(threads.c.id == bindparam("b_thread")).values(last_seq=threads.c.last_seq)
@@ -92,29 +75,12 @@ async def lock_thread(session: AsyncSession, thread_id: UUID) -> None:
 async def bump(session: AsyncSession, thread_id: UUID, count: int, *, new: bool) -> tuple[int, int]:
     """The thread's seq moved on by `count` (and its message count, `new` rows): the last
     seq and message count, as bumped."""
-    last_seq, message_count = await _bumped(session, thread_id, count, new, _BUMPS)
-    return int(last_seq), int(message_count)
-
-
-async def bump_below_leaf(
-    session: AsyncSession, thread_id: UUID, count: int
-) -> tuple[int, int, UUID | None, bool]:
-    """`bump` for `count` new rows below the thread's leaf (SQLite): also the leaf, and
-    whether it had a child already."""
-    last_seq, message_count, leaf, forked = await _bumped(
-        session, thread_id, count, True, _BUMPS_BELOW_LEAF
-    )
-    return int(last_seq), int(message_count), leaf, bool(forked)
-
-
-async def _bumped(
-    session: AsyncSession, thread_id: UUID, count: int, new: bool, statements: dict[bool, Update]
-) -> Any:
     now = utcnow()
     params, lease = lease_params(
         {"b_thread": thread_id, "b_seqs": count, "b_messages": count if new else 0, "b_now": now}
     )
-    row = (await direct.execute(session, statements[lease is not None], params)).first()
+    row = (await direct.execute(session, _BUMPS[lease is not None], params)).first()
     if row is None:
         raise nothing_written(lease, f"no thread {thread_id}")
-    return row
+    last_seq, message_count = row
+    return int(last_seq), int(message_count)

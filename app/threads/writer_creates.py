@@ -23,6 +23,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     Insert,
+    Integer,
     Select,
     bindparam,
     case,
@@ -40,12 +41,11 @@ from app.db import direct
 from app.db.base import GUID
 from app.db.direct import flush_pending
 from app.lib.time import utcnow
+from app.threads import fence
 from app.threads.changes import message_changed
 from app.threads.records import StoredMessage, stored_message
 from app.threads.writer_bump import (
     MESSAGE_COLUMNS,
-    bump,
-    bump_below_leaf,
     lease_params,
     messages,
     nothing_written,
@@ -82,7 +82,6 @@ async def insert_messages(
 
 
 _INSERTED = tuple(c.key for c in messages.c if c.key not in ("seq", "position"))
-_INSERT_ROW = insert(messages)  # every column bound by its key (SQLite's creates)
 _inserts: dict[tuple[int, bool], Insert] = {}
 
 
@@ -201,7 +200,7 @@ async def _insert(
     if session.get_bind().dialect.name == "postgresql":
         placed, forked = await _insert_after_bump(session, thread_id, values, now)
     else:
-        placed, forked = await _bump_then_insert(session, thread_id, values)
+        placed, forked = await _insert_then_bump(session, thread_id, values)
     created = [_stored(row, *placed[row["id"]]) for row in values]
     return created, forked or _parent_given(values)
 
@@ -295,37 +294,83 @@ async def insert_message_with(
     return message, also_row, bool(result["forked"]) or _parent_given([row])
 
 
-_MOVE_LEAF = (
+# -- SQLite: the rows, then the bump ------------------------------------------------------
+# Each row placed from the thread's row as it is (its seq and position the thread's last
+# plus its offset; the first, unless its parent is named, below the leaf): the first INSERT
+# takes SQLite's write lock, and checks the writer's lease. Then one bump moves the thread
+# on by them all and moves the leaf: two statements fewer than reading the leaf and moving
+# it on their own. The new rows are visible to the bump's version check: it leaves them out.
+_NOW = threads.alias("thread_now")
+
+
+@lru_cache(maxsize=4)
+def _insert_placed(below_leaf: bool, fenced: bool) -> Insert:
+    offset = bindparam("b_offset", type_=Integer)
+    columns = [key for key in _INSERTED if key != "parent_id"]
+    parent = _NOW.c.current_leaf_id if below_leaf else bindparam("r_parent_id", type_=GUID)
+    placed = select(
+        *(bindparam(f"r_{key}", type_=messages.c[key].type) for key in columns),
+        parent,
+        _NOW.c.last_seq + offset,
+        _NOW.c.message_count + offset,
+    ).where(_NOW.c.id == bindparam("b_thread"))
+    if fenced:
+        placed = placed.where(fence.holds())
+    statement = insert(messages).from_select([*columns, "parent_id", "seq", "position"], placed)
+    return statement.returning(messages.c.seq, messages.c.position, messages.c.parent_id)
+
+
+_BUMP_AFTER = (
     update(threads)
     .where(threads.c.id == bindparam("b_thread"))
-    .values(current_leaf_id=bindparam("b_leaf"))
+    .values(
+        last_seq=threads.c.last_seq + bindparam("b_count"),
+        message_count=threads.c.message_count + bindparam("b_count"),
+        last_activity_at=bindparam("b_now"),
+        updated_at=bindparam("b_now"),
+        current_leaf_id=case((_PARENT_GIVEN, threads.c.current_leaf_id), else_=_NEW_LEAF),
+    )
+    .returning(
+        exists()
+        .where(
+            _version.c.thread_id == bindparam("b_thread"),
+            _version.c.parent_id == bindparam("b_parent"),
+            _version.c.id.not_in(bindparam("b_new", expanding=True)),
+        )
+        .label("forked")
+    )
 )
 
 
-async def _bump_then_insert(
+async def _insert_then_bump(
     session: AsyncSession, thread_id: UUID, values: list[dict[str, Any]]
 ) -> tuple[dict[UUID, tuple[int, int, UUID | None]], bool]:
-    """SQLite: the bump (it takes the write lock; below the leaf, it returns the leaf),
-    then the rows (no unit of work) and the new leaf."""
-    count, given, forked = len(values), _parent_given(values), False
-    if given:
-        last_seq, last_position = await bump(session, thread_id, count, new=True)
-    else:
-        last_seq, last_position, leaf, forked = await bump_below_leaf(session, thread_id, count)
-        values[0]["parent_id"] = leaf
-    placed = {
-        row["id"]: (last_seq - count + 1 + i, last_position - count + 1 + i, row["parent_id"])
-        for i, row in enumerate(values)
+    """SQLite: the rows (no unit of work), then the bump and the new leaf."""
+    given = _parent_given(values)
+    params, lease = lease_params({"b_thread": thread_id})
+    placed: dict[UUID, tuple[int, int, UUID | None]] = {}
+    for offset, row in enumerate(values, start=1):
+        first = offset == 1
+        statement = _insert_placed(first and not given, first and lease is not None)
+        fields = {f"r_{key}": value for key, value in row.items() if key != _GIVEN_MARK}
+        found = await direct.execute(session, statement, {**params, **fields, "b_offset": offset})
+        result = found.first()
+        if result is None:  # only the first can miss: the thread gone, or the lease
+            raise nothing_written(lease, f"no thread {thread_id}")
+        seq, position, parent_id = result
+        row["parent_id"] = parent_id
+        placed[row["id"]] = (int(seq), int(position), parent_id)
+    bump = {
+        "b_thread": thread_id,
+        "b_count": len(values),
+        "b_now": utcnow(),
+        "b_parent_given": given,
+        "b_leaf": values[-1]["id"],
+        "b_parent": values[0]["parent_id"],
+        "b_new": [row["id"] for row in values],
     }
-    for row in values:  # one INSERT per row: the rows of one turn are few
-        seq, position, _ = placed[row["id"]]
-        inserted = {key: value for key, value in row.items() if key != _GIVEN_MARK}
-        await direct.execute(session, _INSERT_ROW, {**inserted, "seq": seq, "position": position})
-    if not given:
-        await direct.execute(
-            session, _MOVE_LEAF, {"b_thread": thread_id, "b_leaf": values[-1]["id"]}
-        )
-    return placed, bool(forked)
+    forked = (await direct.execute(session, _BUMP_AFTER, bump)).first()
+    return placed, bool(forked and forked[0])
 
 
 def _stored(row: dict[str, Any], seq: int, position: int, parent_id: UUID | None) -> StoredMessage:

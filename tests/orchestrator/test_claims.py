@@ -158,10 +158,9 @@ async def test_a_run_ends_with_its_answer_in_one_statement_and_a_lost_lease_writ
     if dialect == "postgresql":  # one statement, not even a BEGIN and COMMIT around it
         assert heads(statements) == ["WITH"]
     else:
-        bump, row, run = "UPDATE threads", "INSERT thread_messages", "UPDATE runs"
-        # the message tree: its parent (the thread's leaf) read, the new leaf written
-        parent, leaf = "SELECT", "UPDATE threads"
-        assert heads(statements) == ["BEGIN", bump, parent, row, leaf, run, "COMMIT"]
+        # the row below the thread's leaf, then the bump (which moves the leaf), the end
+        row, bump, run = "INSERT thread_messages", "UPDATE threads", "UPDATE runs"
+        assert heads(statements) == ["BEGIN", row, bump, run, "COMMIT"]
 
     answer = {"role": "assistant", "content": "Too late.", "run_id": lost.id}
     async with reading(session_factory)() as session:
