@@ -295,6 +295,6 @@ class HeartbeatWatch:
 
 
 def report(scenario: str, transport: str, seconds: float, note: str = "") -> None:
-    """One line per scenario, shown by `pytest -s` and collected in docs/benchmarks.md."""
+    """One line per scenario, shown by `pytest -n 0 -s` and collected in docs/benchmarks.md."""
     line = f"RECOVERY {scenario} [{transport}]: {seconds:.1f} s"
     print(f"\n{line}{' (' + note + ')' if note else ''}", flush=True)
