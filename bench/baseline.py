@@ -9,7 +9,8 @@ environment from its lock file (`uv run --locked` there). Then, `--rounds` times
 benchmark runs on REF and on this checkout, one after the other (alternating, so a
 machine's drift over the run falls on both), each with the same arguments and each
 building its own databases and servers from its own code (`--bench-here`: REF's app
-measured by this checkout's bench/, copied over REF's, for a benchmark newer than REF). The benchmark's output is
+measured by this checkout's bench/, copied over REF's in its worktree until `--fresh`,
+for a benchmark newer than REF). The benchmark's output is
 printed as it comes, under a line naming the code it measured.
 """
 

@@ -45,6 +45,7 @@ from app.threads import fence
 from app.threads.changes import message_changed
 from app.threads.records import StoredMessage, stored_message
 from app.threads.writer_bump import (
+    BUMP,
     MESSAGE_COLUMNS,
     lease_params,
     messages,
@@ -320,25 +321,16 @@ def _insert_placed(below_leaf: bool, fenced: bool) -> Insert:
     return statement.returning(messages.c.seq, messages.c.position, messages.c.parent_id)
 
 
-_BUMP_AFTER = (
-    update(threads)
-    .where(threads.c.id == bindparam("b_thread"))
-    .values(
-        last_seq=threads.c.last_seq + bindparam("b_count"),
-        message_count=threads.c.message_count + bindparam("b_count"),
-        last_activity_at=bindparam("b_now"),
-        updated_at=bindparam("b_now"),
-        current_leaf_id=case((_PARENT_GIVEN, threads.c.current_leaf_id), else_=_NEW_LEAF),
+_BUMP_AFTER = BUMP.values(
+    current_leaf_id=case((_PARENT_GIVEN, threads.c.current_leaf_id), else_=_NEW_LEAF)
+).returning(
+    exists()
+    .where(
+        _version.c.thread_id == bindparam("b_thread"),
+        _version.c.parent_id == bindparam("b_parent"),
+        _version.c.id != bindparam("b_first"),  # the rows after it are below it
     )
-    .returning(
-        exists()
-        .where(
-            _version.c.thread_id == bindparam("b_thread"),
-            _version.c.parent_id == bindparam("b_parent"),
-            _version.c.id.not_in(bindparam("b_new", expanding=True)),
-        )
-        .label("forked")
-    )
+    .label("forked")
 )
 
 
@@ -362,15 +354,16 @@ async def _insert_then_bump(
         placed[row["id"]] = (int(seq), int(position), parent_id)
     bump = {
         "b_thread": thread_id,
-        "b_count": len(values),
+        "b_seqs": len(values),
+        "b_messages": len(values),
         "b_now": utcnow(),
         "b_parent_given": given,
         "b_leaf": values[-1]["id"],
         "b_parent": values[0]["parent_id"],
-        "b_new": [row["id"] for row in values],
+        "b_first": values[0]["id"],
     }
-    forked = (await direct.execute(session, _BUMP_AFTER, bump)).first()
-    return placed, bool(forked and forked[0])
+    bumped = (await direct.execute(session, _BUMP_AFTER, bump)).first()
+    return placed, bool(bumped and bumped[-1])
 
 
 def _stored(row: dict[str, Any], seq: int, position: int, parent_id: UUID | None) -> StoredMessage:
