@@ -24,6 +24,7 @@ from app.connections.controllers import McpOAuthCallbackController, McpServerCon
 from app.connections.credentials import VaultCredentials
 from app.connections.startup import PerUserServers
 from app.db.config import build_sqlalchemy_config
+from app.db.lane import lane_lifespan
 from app.db.schema import schema_lifespan
 from app.db.session import session_dependency
 from app.devices.controllers import DeviceController
@@ -188,7 +189,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
             "db_session": session_dependency(db_config),
         },
         openapi_config=openapi_config(),
-        lifespan=[schema_lifespan(settings)],  # first: before the runner touches tables
+        # First: the schema before the runner touches tables; the lane's reads outlive
+        # every plugin's work.
+        lifespan=[schema_lifespan(settings), lane_lifespan(settings)],
         request_max_body_size=settings.max_request_body_bytes,
         request_class=ApiRequest,
         before_send=[add_security_headers],

@@ -23,6 +23,7 @@ from app.settings import PROJECT_ROOT, Settings
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 BUSY_TIMEOUT_SECONDS = 10.0
+LANE_SHARE = 8  # the database lane's pool: this part of the budget
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -48,17 +49,20 @@ class ConnectionBudget:
 
     app: int
     runner: int  # 0: the runner uses the app's pool
+    lane: int  # 0: no database lane (app/db/lane.py): its reads run on the server's loop
 
 
 def connection_budget(settings: Settings) -> ConnectionBudget:
     """PostgreSQL with the embedded runner on: half the budget (rounded down) is the
     runner's own pool, so a burst of requests cannot starve running turns nor the other
-    way round. SQLite (one file, one writer), the runner off, or a budget below 2: one
-    pool with everything."""
+    way round. SQLite (one file, one writer), the runner off, or a budget below 2: no
+    runner's pool. An eighth (rounded down) is the database lane's, taken from the app's
+    share; a budget below 8 has no lane."""
     total = max(1, settings.database_max_connections)
+    lane = 0 if _is_memory_sqlite(settings.database_url) else total // LANE_SHARE
     if settings.is_sqlite or not settings.runner_enabled or total < 2:
-        return ConnectionBudget(app=total, runner=0)
-    return ConnectionBudget(app=total - total // 2, runner=total // 2)
+        return ConnectionBudget(app=total - lane, runner=0, lane=lane)
+    return ConnectionBudget(app=total - total // 2 - lane, runner=total // 2, lane=lane)
 
 
 def pool_options(settings: Settings, size: int) -> dict[str, Any]:
@@ -136,6 +140,22 @@ def build_runner_engine(settings: Settings) -> AsyncEngine | None:
         settings.database_url, echo=settings.database_echo, **pool_options(settings, size)
     )
     watch_pool("runner", engine)
+    return engine
+
+
+def build_lane_engine(settings: Settings) -> AsyncEngine | None:
+    """The database lane's engine (its share of the budget), or None: no lane."""
+    size = connection_budget(settings).lane
+    if size == 0:
+        return None
+    engine = create_async_engine(
+        settings.database_url, echo=settings.database_echo, **pool_options(settings, size)
+    )
+    if engine.dialect.name == "sqlite":
+        # Reads only: SQLite's writers' queue (app/db/sqlite_writers.py, a lock of the
+        # server's loop) is not the lane's.
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    watch_pool("lane", engine)
     return engine
 
 

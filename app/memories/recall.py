@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Literal
 from uuid import UUID
@@ -25,6 +28,7 @@ from uuid import UUID
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import lane as db_lane
 from app.db.models import Memory
 from app.memories import embedding, repository, services, vector_cache
 from app.memories.schemas import MemoryMatch, MemorySearchResults
@@ -53,15 +57,20 @@ _recent_queries: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 RECENT_QUERIES = 256
 
 
+_recent_lock = threading.Lock()  # recalls run on the server's loop and on a lane's
+
+
 async def _query_vector(embedder: embedding.Embedder, query: str) -> np.ndarray:
     key = (embedder.model, query)
-    if (kept := _recent_queries.get(key)) is not None:
-        _recent_queries.move_to_end(key)
-        return kept
+    with _recent_lock:
+        if (kept := _recent_queries.get(key)) is not None:
+            _recent_queries.move_to_end(key)
+            return kept
     vector = embedding.normalized(await embedder.embed([query]))[0]
-    _recent_queries[key] = vector
-    if len(_recent_queries) > RECENT_QUERIES:
-        _recent_queries.popitem(last=False)
+    with _recent_lock:
+        _recent_queries[key] = vector
+        if len(_recent_queries) > RECENT_QUERIES:
+            _recent_queries.popitem(last=False)
     return vector
 
 
@@ -99,13 +108,10 @@ def _meaning(
 
 
 async def _by_meaning(
-    session: AsyncSession, owner_id: UUID, query: str, worded: list[UUID], limit: int
-) -> Meaning | None:
-    """The query's ranking by meaning; None: no embedder serves now."""
-    embedder = embedding.current()
-    if embedder is None:
-        return None
-    vectors = await vector_cache.cache.user_vectors(session, owner_id, embedder.model)
+    embedder: embedding.Embedder, vectors: vector_cache.UserVectors, query: str,
+    worded: list[UUID], limit: int,
+) -> Meaning | None:  # fmt: skip
+    """The query's ranking by meaning; None: the embedder cannot answer now."""
     if not vectors.ids:  # nothing embedded (no memories yet): spare the query's embedding
         return NO_MEANING
     try:
@@ -135,28 +141,67 @@ def _fuse(meaning: Meaning, worded: list[UUID], limit: int) -> list[tuple[UUID, 
     ]  # fmt: skip
 
 
+OpenSession = Callable[[], AbstractAsyncContextManager[AsyncSession]]
+
+
 async def recall(
     session: AsyncSession, owner_id: UUID, query: str, limit: int
 ) -> tuple[list[Recalled], bool]:
-    """The user's memories about `query`, best first, and whether meaning took part."""
-    worded = await services.search_memory_ids(session, owner_id, query, WORD_CANDIDATES)
-    meaning = await _by_meaning(session, owner_id, query, worded, limit)
+    """The user's memories about `query`, best first, and whether meaning took part: on
+    the database lane of `session`'s database (app/db/lane.py), else with `session`."""
+    embedder, cache = embedding.current(), vector_cache.cache
+    lane = db_lane.serving(session)
+    if lane is None:
+        return await recall_with(lambda: nullcontext(session), owner_id, query, limit,
+                                 embedder, cache)  # fmt: skip
+    on_lane = None if embedder is None else _OnLoop(embedder, asyncio.get_running_loop())
+    return await lane.run(
+        lambda sessions: recall_with(sessions, owner_id, query, limit, on_lane, cache)
+    )
+
+
+async def recall_with(
+    open_session: OpenSession, owner_id: UUID, query: str, limit: int,
+    embedder: embedding.Embedder | None, cache: vector_cache.VectorCache,
+) -> tuple[list[Recalled], bool]:  # fmt: skip
+    """`recall`'s work, in two sessions: none is held while the query is embedded (a
+    lane's pool is small, and a provider may take seconds)."""
+    async with open_session() as session:
+        worded = await services.search_memory_ids(session, owner_id, query, WORD_CANDIDATES)
+        vectors = None
+        if embedder is not None:
+            vectors = await cache.user_vectors(session, owner_id, embedder.model)
+    meaning = None
+    if embedder is not None and vectors is not None:
+        meaning = await _by_meaning(embedder, vectors, query, worded, limit)
     if meaning is None:
         fused: list[tuple[UUID, MatchedBy, float]] = [(i, "words", 0.0) for i in worded[:limit]]
     else:
         fused = _fuse(meaning, worded, limit)
     if not fused:
         return [], meaning is not None
-    rows = await session.execute(
-        repository.with_agent_name(repository.owned_memories(owner_id)).where(
-            Memory.id.in_([i for i, _, _ in fused])
+    async with open_session() as session:
+        rows = await session.execute(
+            repository.with_agent_name(repository.owned_memories(owner_id)).where(
+                Memory.id.in_([i for i, _, _ in fused])
+            )
         )
-    )
-    found = {memory.id: (memory, name) for memory, name in rows}
+        found = {memory.id: (memory, name) for memory, name in rows}
     recalled = [
         Recalled(found[i][0], found[i][1], how, score) for i, how, score in fused if i in found
     ]
     return recalled, meaning is not None
+
+
+class _OnLoop:
+    """An embedder used from a lane, asked on the loop it lives on (its batches, its
+    HTTP client's connections)."""
+
+    def __init__(self, embedder: embedding.Embedder, loop: asyncio.AbstractEventLoop) -> None:
+        self.embedder, self.loop, self.model = embedder, loop, embedder.model
+
+    async def embed(self, texts: list[str]) -> embedding.Vectors:
+        return await db_lane.on_loop(self.loop, self.embedder.embed(texts))
 
 
 async def search_for_user(

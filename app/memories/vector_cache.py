@@ -12,11 +12,13 @@ costs one more read of them at the next recall, never a stale matrix kept.
 
 Bounded: the users kept are the most recently recalled, up to the `memory_vector_cache_mib`
 setting's bytes of vectors in all (the keeper sizes this process's cache when it starts).
+Recalls use it from the server's loop and from the database lane's (app/db/lane.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from uuid import UUID
@@ -51,19 +53,22 @@ class VectorCache:
         self.max_bytes = max_bytes
         self._kept: OrderedDict[tuple[UUID, str], UserVectors] = OrderedDict()
         self._bytes = 0
+        self._lock = threading.Lock()  # used from the server's loop and a lane's
 
     async def user_vectors(self, session: AsyncSession, owner_id: UUID, model: str) -> UserVectors:
         """The user's memory ids and their vectors of `model`, one row each (of the
         first vector's length: see `vectors.unpack_all`)."""
         version = await vectors.version(session, owner_id)
         key = (owner_id, model)
-        kept = self._kept.get(key)
-        if kept is not None and kept.version == version:
-            self._kept.move_to_end(key)
-            return kept
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is not None and kept.version == version:
+                self._kept.move_to_end(key)
+                return kept
         rows = await vectors.user_vectors(session, owner_id, model)
         entry = await asyncio.to_thread(_read, version, rows, session.bind.dialect)
-        self._keep(key, entry)
+        with self._lock:
+            self._keep(key, entry)
         return entry
 
     def _keep(self, key: tuple[UUID, str], entry: UserVectors) -> None:

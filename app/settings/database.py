@@ -23,10 +23,12 @@ class DatabaseSettings:
         str, Meta(description="SQLAlchemy async URL; `postgresql+asyncpg://…` in production")
     ] = f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}"
     database_echo: Annotated[bool, Meta(description="log every SQL statement")] = False
-    # The app's and the runner's pools together (app/db/config.py splits it).
+    # The app's, the runner's and the database lane's pools together (app/db/config.py splits it).
     database_max_connections: Annotated[
         PositiveInt,
-        Meta(description="database connections this process may hold at once (app + runner)"),
+        Meta(
+            description="database connections this process may hold at once (app + runner + database lane)"
+        ),
     ] = 20
     database_pool_timeout_seconds: Annotated[
         PositiveFloat,

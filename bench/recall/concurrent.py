@@ -20,8 +20,11 @@ Phases:
   per user to fill it. A cache smaller than all the users' vectors evicts as it goes:
   the line before the table says how many users' vectors it holds (`--cache-mib`: the
   `memory_vector_cache_mib` setting);
-- kept, query known: the same, each user asking its one question again (its vector is
-  among the latest queries': no embedding), to tell the embedding's share of the lag;
+- each of those two on the server's loop (recall's statements run where it is called:
+  the code before the database lane, and a server whose budget has no lane) and on the
+  lane (app/db/lane.py, its pool the default budget's share: what a server does);
+- kept, query known, on the lane: each user asking its one question again (its vector
+  is among the latest queries': no embedding), to tell the embedding's share of the lag;
 - embedding alone: the users' queries embedded at once, no database.
 
 Goal (issue 44): loop lag p99 <= 5 ms while the users recall.
@@ -37,7 +40,10 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
+from app.db.config import build_lane_engine
+from app.db.lane import DatabaseLane
 from app.memories import embedding, recall, vector_cache, vectors
+from app.settings import Settings
 from bench.common import freeze_heap
 from bench.looplag.server import Probe
 
@@ -117,34 +123,52 @@ async def run(
     users = list(enumerate(owners))
     embedding.install(embedder)
     kept_before = vector_cache.cache
+    lane = _lane(url)
     freeze_heap()  # as the server does once started (app/lib/heap.py)
+    turns = iter(range(6 * recalls + 3))  # every round's queries new: each is embedded
 
-    async def recalling(turns: list[int]) -> Phase:
-        return await measured([recaller(sessions, i, owner, turns) for i, owner in users])
+    async def recalling(rounds: list[int]) -> Phase:
+        return await measured([recaller(sessions, i, owner, rounds) for i, owner in users])
+
+    def new_rounds() -> list[int]:
+        return [next(turns) for _ in range(recalls)]
 
     phases: dict[str, Phase] = {}
     try:
-        rounds = list(range(recalls))
         phases["baseline: one row read"] = await measured(
-            [one_query(sessions, owner, rounds) for _, owner in users]
+            [one_query(sessions, owner, list(range(recalls))) for _, owner in users]
         )
-        vector_cache.cache = vector_cache.VectorCache(max_bytes=0)
-        phases["cold"] = await recalling(list(range(recalls)))
-        vector_cache.cache = vector_cache.VectorCache(cache_bytes)
-        await recalling([recalls])  # fills the cache; these queries' vectors are kept too
-        phases["kept"] = await recalling(list(range(recalls + 1, 2 * recalls + 1)))
+        for where in ("the server's loop", "the lane"):
+            if where == "the lane":
+                lane.start()  # recall.recall finds it by the database it reads
+            vector_cache.cache = vector_cache.VectorCache(max_bytes=0)
+            phases[f"cold, on {where}"] = await recalling(new_rounds())
+            vector_cache.cache = vector_cache.VectorCache(cache_bytes)
+            await recalling([next(turns)])  # fills the cache
+            phases[f"kept, on {where}"] = await recalling(new_rounds())
         # Where the lag comes from: kept recalls of a known query (no embedding), then
         # the queries' embeddings alone (no database).
-        phases["kept, query known"] = await recalling([recalls] * recalls)
-        fresh = list(range(2 * recalls + 1, 3 * recalls + 1))
+        known = next(turns)
+        await recalling([known])
+        phases["kept, query known, on the lane"] = await recalling([known] * recalls)
+        fresh = new_rounds()
         phases["embedding alone"] = await measured(
             [embedder_of(embedder, i, fresh) for i, _ in users]
         )
     finally:
+        await lane.stop()
         vector_cache.cache = kept_before
         embedding.uninstall(embedder)
         await engine.dispose()
     return phases
+
+
+def _lane(url: str) -> DatabaseLane:
+    """The lane a server with the default connection budget runs."""
+    settings = Settings(database_url=url)
+    engine = build_lane_engine(settings)
+    assert engine is not None, "the default budget has a share for the lane"
+    return DatabaseLane("database-lane", engine)
 
 
 def users_kept(users: int, memories: int, dimensions: int, cache_bytes: int) -> str:

@@ -76,19 +76,24 @@ async def test_a_request_that_waits_too_long_for_a_connection_is_503(
         assert (await client.get("/api/threads", headers=alice.headers)).status_code == 200
 
 
-def _split(settings: Settings) -> tuple[int, int]:
+def _split(settings: Settings) -> tuple[int, int, int]:
     budget = connection_budget(settings)
-    return budget.app, budget.runner
+    assert budget.app + budget.runner + budget.lane == settings.database_max_connections
+    return budget.app, budget.runner, budget.lane
 
 
-def test_the_budget_is_split_between_the_app_and_the_runner_on_postgresql() -> None:
+def test_the_budget_is_split_between_the_app_the_runner_and_the_lane() -> None:
     postgres = Settings(database_url="postgresql+asyncpg://db/app", database_max_connections=20)
-    assert _split(postgres) == (10, 10)
-    assert _split(replace(postgres, database_max_connections=3)) == (2, 1)
-    assert _split(replace(postgres, database_max_connections=1)) == (1, 0)  # shared
-    assert _split(replace(postgres, runner_enabled=False)) == (20, 0)
+    assert _split(postgres) == (8, 10, 2)
+    assert _split(replace(postgres, database_max_connections=3)) == (2, 1, 0)
+    assert _split(replace(postgres, database_max_connections=1)) == (1, 0, 0)  # shared
+    assert _split(replace(postgres, runner_enabled=False)) == (18, 0, 2)
     sqlite = Settings(database_url="sqlite+aiosqlite:///x.sqlite3", database_max_connections=5)
-    assert _split(sqlite) == (5, 0)
+    assert _split(sqlite) == (5, 0, 0)
+    assert _split(replace(sqlite, database_max_connections=16)) == (14, 0, 2)
+    # An in-memory database is one connection's: no lane can read it.
+    in_memory = replace(sqlite, database_url="sqlite+aiosqlite://", database_max_connections=16)
+    assert _split(in_memory) == (16, 0, 0)
 
 
 async def test_the_connection_used_last_is_handed_out_first(settings: Settings) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from uuid import UUID
 
 import httpx
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from app.db import lane as db_lane
 from app.db.models import Memory
 from app.memories import embedding, services
 from app.memories.keeper import embed_pending
@@ -40,3 +41,12 @@ async def top_memory(client: httpx.AsyncClient, user: ApiUser, query: str) -> st
     assert found.status_code == 200, found.text
     items = found.json()["items"]
     return items[0]["memory"]["content"] if items else None
+
+
+async def lane_engine(factory: async_sessionmaker[AsyncSession]) -> AsyncEngine:
+    """The engine of the database lane the app runs for this database (recall reads
+    there: app/db/lane.py)."""
+    async with factory() as session:
+        lane = db_lane.serving(session)
+    assert lane is not None, "the test app's budget has a share for the lane"
+    return lane.engine
