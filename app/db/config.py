@@ -133,29 +133,26 @@ def build_engine_config(settings: Settings) -> EngineConfig:
 
 def build_runner_engine(settings: Settings) -> AsyncEngine | None:
     """The runner's own pool (its share of the budget), or None to use the app's."""
-    size = connection_budget(settings).runner
-    if size == 0:
-        return None
-    engine = create_async_engine(
-        settings.database_url, echo=settings.database_echo, **pool_options(settings, size)
-    )
-    watch_pool("runner", engine)
-    return engine
+    return _own_pool(settings, "runner", connection_budget(settings).runner)
 
 
 def build_lane_engine(settings: Settings) -> AsyncEngine | None:
     """The database lane's engine (its share of the budget), or None: no lane."""
-    size = connection_budget(settings).lane
+    engine = _own_pool(settings, "lane", connection_budget(settings).lane)
+    if engine is not None and engine.dialect.name == "sqlite":
+        # Reads only: SQLite's writers' queue (app/db/sqlite_writers.py, a lock of the
+        # server's loop) is not the lane's.
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _own_pool(settings: Settings, name: str, size: int) -> AsyncEngine | None:
     if size == 0:
         return None
     engine = create_async_engine(
         settings.database_url, echo=settings.database_echo, **pool_options(settings, size)
     )
-    if engine.dialect.name == "sqlite":
-        # Reads only: SQLite's writers' queue (app/db/sqlite_writers.py, a lock of the
-        # server's loop) is not the lane's.
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-    watch_pool("lane", engine)
+    watch_pool(name, engine)
     return engine
 
 

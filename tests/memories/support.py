@@ -5,7 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import httpx
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db import lane as db_lane
 from app.db.models import Memory
@@ -43,10 +43,9 @@ async def top_memory(client: httpx.AsyncClient, user: ApiUser, query: str) -> st
     return items[0]["memory"]["content"] if items else None
 
 
-async def lane_engine(factory: async_sessionmaker[AsyncSession]) -> AsyncEngine:
-    """The engine of the database lane the app runs for this database (recall reads
-    there: app/db/lane.py)."""
+async def database_lane(factory: async_sessionmaker[AsyncSession]) -> db_lane.DatabaseLane:
+    """The database lane the app runs for this database (recall reads there)."""
     async with factory() as session:
         lane = db_lane.serving(session)
     assert lane is not None, "the test app's budget has a share for the lane"
-    return lane.engine
+    return lane

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from advanced_alchemy.extensions.litestar import SQLAlchemyPlugin
 from litestar import Litestar
 from sqlalchemy import event
@@ -23,9 +24,10 @@ from app import create_app
 from app.db import lane as db_lane
 from app.settings import Settings
 from tests.conftest import ApiUser, make_api_user, running_lifespan
-from tests.memories.support import embed_all, lane_engine, save, top_memory
+from tests.memories.support import database_lane, embed_all, save, top_memory
 
 BEVERAGE = "what beverage do I like"
+COFFEE = "I drink my coffee black"
 
 
 @contextmanager
@@ -43,11 +45,19 @@ def threads_reading(engine: AsyncEngine) -> Iterator[list[str]]:
         event.remove(engine.sync_engine, "before_cursor_execute", sent)
 
 
+@pytest.fixture
+async def lane(
+    alice: ApiUser, session_factory: async_sessionmaker[AsyncSession]
+) -> db_lane.DatabaseLane:
+    """Alice's coffee remembered (and embedded); the lane recall reads on."""
+    await save(session_factory, alice.user.id, COFFEE)
+    await embed_all(session_factory)
+    return await database_lane(session_factory)
+
+
 @contextmanager
-def lane_held(engine: AsyncEngine, session: AsyncSession) -> Iterator[None]:
+def lane_held(lane: db_lane.DatabaseLane) -> Iterator[None]:
     """The lane's loop busy (a callback that waits) until the block ends."""
-    lane = db_lane.serving(session)
-    assert lane is not None and lane.engine is engine
     release = threading.Event()
     lane.loop.call_soon_threadsafe(release.wait, 10)
     try:
@@ -57,38 +67,29 @@ def lane_held(engine: AsyncEngine, session: AsyncSession) -> Iterator[None]:
 
 
 async def test_a_recall_reads_on_the_lane_and_finds_by_meaning(
-    client: httpx.AsyncClient, alice: ApiUser, session_factory: async_sessionmaker[AsyncSession]
+    client: httpx.AsyncClient, alice: ApiUser, lane: db_lane.DatabaseLane
 ) -> None:
-    await save(session_factory, alice.user.id, "I drink my coffee black")
-    await embed_all(session_factory)
-    engine = await lane_engine(session_factory)
-    with threads_reading(engine) as names:
-        assert await top_memory(client, alice, BEVERAGE) == "I drink my coffee black"
+    with threads_reading(lane.engine) as names:
+        assert await top_memory(client, alice, BEVERAGE) == COFFEE
     assert names and set(names) == {"database-lane"}
 
 
 async def test_the_server_answers_while_the_lane_is_busy(
-    client: httpx.AsyncClient, alice: ApiUser, session_factory: async_sessionmaker[AsyncSession]
+    client: httpx.AsyncClient, alice: ApiUser, lane: db_lane.DatabaseLane
 ) -> None:
-    await save(session_factory, alice.user.id, "I drink my coffee black")
-    await embed_all(session_factory)
-    engine = await lane_engine(session_factory)
-    async with session_factory() as session:
-        with lane_held(engine, session):
-            search = asyncio.create_task(top_memory(client, alice, BEVERAGE))
-            listed = await client.get("/api/memories", headers=alice.headers)
-            assert listed.status_code == 200
-            assert [m["content"] for m in listed.json()["items"]] == ["I drink my coffee black"]
-            assert not search.done()  # it waits for the lane, not the server's loop
-        assert await search == "I drink my coffee black"
+    with lane_held(lane):
+        search = asyncio.create_task(top_memory(client, alice, BEVERAGE))
+        listed = await client.get("/api/memories", headers=alice.headers)
+        assert listed.status_code == 200
+        assert [m["content"] for m in listed.json()["items"]] == [COFFEE]
+        assert not search.done()  # it waits for the lane, not the server's loop
+    assert await search == COFFEE
 
 
 async def test_a_cancelled_recall_gives_its_lane_connection_back(
-    client: httpx.AsyncClient, alice: ApiUser, session_factory: async_sessionmaker[AsyncSession]
+    client: httpx.AsyncClient, alice: ApiUser, lane: db_lane.DatabaseLane
 ) -> None:
-    await save(session_factory, alice.user.id, "I drink my coffee black")
-    await embed_all(session_factory)
-    engine = await lane_engine(session_factory)
+    engine = lane.engine
     reading, release, given_back = threading.Event(), threading.Event(), threading.Event()
 
     def hold_the_first(*_: Any) -> None:  # on the lane's thread, its connection taken
@@ -116,7 +117,7 @@ async def test_a_cancelled_recall_gives_its_lane_connection_back(
     assert await asyncio.to_thread(given_back.wait, 10)
     event.remove(engine.sync_engine, "checkin", gave_back)
     assert engine.sync_engine.pool.checkedout() == 0
-    assert await top_memory(client, alice, BEVERAGE) == "I drink my coffee black"
+    assert await top_memory(client, alice, BEVERAGE) == COFFEE
 
 
 @asynccontextmanager
@@ -152,8 +153,8 @@ async def test_without_a_lane_recall_reads_on_the_server_loop(
             assert db_lane.serving(session) is None
         async with sessions() as session:
             user = await make_api_user(session)
-        await save(sessions, user.user.id, "I drink my coffee black")
+        await save(sessions, user.user.id, COFFEE)
         await embed_all(sessions)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-            assert await top_memory(client, user, BEVERAGE) == "I drink my coffee black"
+            assert await top_memory(client, user, BEVERAGE) == COFFEE

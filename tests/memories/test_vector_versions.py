@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.memories import services
 from tests.conftest import ApiUser
-from tests.memories.support import embed_all, lane_engine, save, top_memory
+from tests.memories.support import database_lane, embed_all, save, top_memory
 from tests.support.statements import driver_statements
 
 BEVERAGE = "what beverage do I like"
@@ -61,7 +61,7 @@ async def test_a_kept_recall_checks_its_vectors_with_one_row_read(
         await save(session_factory, alice.user.id, content)
     await embed_all(session_factory)
     assert await top_memory(client, alice, BEVERAGE) == "I drink my coffee black"  # now kept
-    engine = await lane_engine(session_factory)  # where recall reads
+    engine = (await database_lane(session_factory)).engine  # where recall reads
     # The app's own keeper, woken by the saves, may store (and bump) once more meanwhile:
     # that read is not a kept one, so a few recalls are looked at for a kept one.
     for _ in range(5):
