@@ -56,21 +56,19 @@ class DatabaseLane:
     async def run(self, work: Callable[[Sessions], Awaitable[T]]) -> T:
         """`work`, given the lane's sessions, on the lane's loop; cancelling the caller
         cancels it there (its connection goes back to the lane's pool)."""
-        return await self._on_lane(_awaited(work(self.sessions)))
+        return await on_loop(self.loop, _awaited(work(self.sessions)))
 
     async def stop(self) -> None:
         running = _lanes.get(_key(self.engine.url), [])
         if self in running:
             running.remove(self)
         if not self.thread.is_alive():
+            self.loop.close()
             return
-        await self._on_lane(self._wind_down())
+        await on_loop(self.loop, self._wind_down())
         self.loop.call_soon_threadsafe(self.loop.stop)
         await asyncio.to_thread(self.thread.join)
         self.loop.close()
-
-    async def _on_lane(self, work: Coroutine[Any, Any, T]) -> T:
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.loop))
 
     async def _wind_down(self) -> None:
         current = asyncio.current_task()
