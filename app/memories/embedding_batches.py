@@ -8,11 +8,19 @@ same texts together. So the embedded model has one thread, and the requests that
 while it works go together as the next batch (up to `MAX_TEXTS`; a larger request, the
 keeper's, goes alone): a burst of recalls costs a few passes, and the loop competes with
 one thread, not one per request.
+
+That thread runs at a lower CPU priority than the server's (`MODEL_NICE` above it, on
+Linux, where a nice value is a thread's): the model's passes are most of the CPU a burst
+of recalls asks for, and a woken event loop waiting for a core behind them was most of
+the loop's lag left (figures: docs/benchmarks.md, bench.recall --users). The model still
+has every core nothing else wants.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,8 +29,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 MAX_TEXTS = 32
+MODEL_NICE = 10
+
+
+def _behind_the_server() -> None:
+    """The calling thread's nice value raised by `MODEL_NICE` (Linux's nice(2) is the
+    calling thread's; elsewhere it would be the whole process's, so it is left)."""
+    if sys.platform == "linux":
+        os.nice(MODEL_NICE)
+
+
 # The process's one thread for the model (started on first use), whichever app serves.
-_THREAD = ThreadPoolExecutor(1, thread_name_prefix="embedded-model")
+MODEL_THREAD = ThreadPoolExecutor(
+    1, thread_name_prefix="embedded-model", initializer=_behind_the_server
+)
 Encode = Callable[[list[str]], NDArray[np.float32]]
 
 
@@ -51,7 +71,7 @@ class Batcher:
             batch = self._next_batch()
             texts = [text for request in batch for text in request.texts]
             try:
-                vectors = await loop.run_in_executor(_THREAD, self.encode, texts)
+                vectors = await loop.run_in_executor(MODEL_THREAD, self.encode, texts)
             except Exception as error:
                 await self._alone(batch, error)
                 continue
@@ -70,7 +90,9 @@ class Batcher:
         loop = asyncio.get_running_loop()
         for request in batch:
             try:
-                _answer(request, await loop.run_in_executor(_THREAD, self.encode, request.texts))
+                _answer(
+                    request, await loop.run_in_executor(MODEL_THREAD, self.encode, request.texts)
+                )
             except Exception as alone:
                 _answer(request, alone)
 

@@ -5,12 +5,14 @@ batch's vectors are the ones each text gets alone (padding changes nothing)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 
 import numpy as np
 import pytest
 
-from app.memories import embedding
+from app.memories import embedding, embedding_batches
 from app.memories.embedding_batches import MAX_TEXTS, Batcher
 
 
@@ -85,3 +87,16 @@ async def test_the_embedded_model_gives_a_text_the_same_vector_in_a_batch_as_alo
     together = await asyncio.gather(*(embedder.embed([text]) for text in texts))
     for one, batched in zip(alone, together, strict=True):
         np.testing.assert_allclose(batched, one, atol=1e-5)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a nice value is a thread's on Linux only")
+async def test_the_model_runs_behind_the_server_threads() -> None:
+    """Its passes wait for a core the event loop's thread wants, not the other way round."""
+
+    def niceness() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    model_thread = await asyncio.get_running_loop().run_in_executor(
+        embedding_batches.MODEL_THREAD, niceness
+    )
+    assert model_thread == min(19, niceness() + embedding_batches.MODEL_NICE)
