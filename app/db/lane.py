@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
 
@@ -35,11 +35,7 @@ Sessions = async_sessionmaker[AsyncSession]
 
 # Lanes by the database they read (the engine's URL), the latest started serving: tests
 # run several apps at once, on one database or on databases of their own.
-_lanes: dict[str, list[DatabaseLane]] = {}
-
-
-def _key(url: URL) -> str:
-    return url.render_as_string(hide_password=False)
+_lanes: dict[URL, list[DatabaseLane]] = {}
 
 
 class DatabaseLane:
@@ -51,15 +47,15 @@ class DatabaseLane:
 
     def start(self) -> None:
         self.thread.start()
-        _lanes.setdefault(_key(self.engine.url), []).append(self)
+        _lanes.setdefault(self.engine.url, []).append(self)
 
-    async def run(self, work: Callable[[Sessions], Awaitable[T]]) -> T:
+    async def run(self, work: Callable[[Sessions], Coroutine[Any, Any, T]]) -> T:
         """`work`, given the lane's sessions, on the lane's loop; cancelling the caller
         cancels it there (its connection goes back to the lane's pool)."""
-        return await on_loop(self.loop, _awaited(work(self.sessions)))
+        return await on_loop(self.loop, work(self.sessions))
 
     async def stop(self) -> None:
-        running = _lanes.get(_key(self.engine.url), [])
+        running = _lanes.get(self.engine.url, [])
         if self in running:
             running.remove(self)
         if not self.thread.is_alive():
@@ -80,14 +76,16 @@ class DatabaseLane:
         await self.loop.shutdown_default_executor()
 
 
-async def _awaited(awaitable: Awaitable[T]) -> T:
-    return await awaitable
-
-
 def serving(session: AsyncSession) -> DatabaseLane | None:
     """The lane reading `session`'s database, if one runs."""
-    running = _lanes.get(_key(session.get_bind().engine.url))
+    running = _lanes.get(session.get_bind().engine.url)
     return running[-1] if running else None
+
+
+def lane_for(settings: Settings) -> DatabaseLane | None:
+    """The lane a server with `settings` runs, not started; None: its budget has none."""
+    engine = build_lane_engine(settings)
+    return None if engine is None else DatabaseLane("database-lane", engine)
 
 
 def lane_lifespan(settings: Settings) -> Callable[[Litestar], AbstractAsyncContextManager[None]]:
@@ -95,11 +93,10 @@ def lane_lifespan(settings: Settings) -> Callable[[Litestar], AbstractAsyncConte
 
     @asynccontextmanager
     async def run_lane(_app: Litestar) -> AsyncIterator[None]:
-        engine = build_lane_engine(settings)
-        if engine is None:
+        lane = lane_for(settings)
+        if lane is None:
             yield
             return
-        lane = DatabaseLane("database-lane", engine)
         lane.start()
         try:
             yield

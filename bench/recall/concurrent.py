@@ -40,8 +40,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
-from app.db.config import build_lane_engine
-from app.db.lane import DatabaseLane
+from app.db.lane import DatabaseLane, lane_for
 from app.memories import embedding, recall, vector_cache, vectors
 from app.settings import Settings
 from bench.common import freeze_heap
@@ -165,10 +164,9 @@ async def run(
 
 def _lane(url: str) -> DatabaseLane:
     """The lane a server with the default connection budget runs."""
-    settings = Settings(database_url=url)
-    engine = build_lane_engine(settings)
-    assert engine is not None, "the default budget has a share for the lane"
-    return DatabaseLane("database-lane", engine)
+    lane = lane_for(Settings(database_url=url))
+    assert lane is not None, "the default budget has a share for the lane"
+    return lane
 
 
 def users_kept(users: int, memories: int, dimensions: int, cache_bytes: int) -> str:
